@@ -1,0 +1,87 @@
+import { Hono } from 'hono';
+import { bodyLimit } from 'hono/body-limit';
+import { HTTPException } from 'hono/http-exception';
+import { requestId } from 'hono/request-id';
+import type { Deps } from './deps.js';
+import { authenticate, type AppEnv } from './http/auth.js';
+import { ApiError, notFound, payloadTooLarge } from './http/errors.js';
+import { isRegistryPath, renderError } from './http/surface.js';
+import { identityRoutes } from './identity/routes.js';
+import { opsRoutes } from './ops/routes.js';
+import { discoveryRoutes } from './registry/discovery.js';
+
+/** Headers go-tfe and Terraform's cloud backend read from every /api/v2 response. */
+const TFE_HEADERS: Record<string, string> = {
+  'TFP-API-Version': '2.5',
+  'TFP-AppName': 'Terrace',
+  'X-RateLimit-Limit': '30',
+};
+
+/** Capability URLs carry secrets in their path: log them without it. */
+function loggablePath(path: string): string {
+  return path.replace(/^(\/(?:archives|uploads)\/[^/]+\/)[^/]+/, '$1[redacted]');
+}
+
+export function createApp(deps: Deps): Hono<AppEnv> {
+  const app = new Hono<AppEnv>();
+  const log = deps.logger;
+
+  app.use('*', requestId({ headerName: 'X-Request-Id' }));
+  app.use('*', async (c, next) => {
+    const started = performance.now();
+    await next();
+    log.info(
+      {
+        reqId: c.get('requestId'),
+        method: c.req.method,
+        path: loggablePath(c.req.path),
+        status: c.res.status,
+        ms: Math.round((performance.now() - started) * 10) / 10,
+      },
+      'request',
+    );
+  });
+
+  app.use('/api/*', async (c, next) => {
+    await next();
+    for (const [k, v] of Object.entries(TFE_HEADERS)) c.header(k, v);
+  });
+  app.use(
+    '/api/*',
+    bodyLimit({
+      maxSize: deps.config.maxJsonBodyBytes,
+      onError: () => {
+        throw payloadTooLarge(`the request body exceeds the limit of ${deps.config.maxJsonBodyBytes} bytes`);
+      },
+    }),
+  );
+  app.use('/api/*', authenticate(deps));
+  app.use('/v1/*', authenticate(deps));
+  app.use('/v2/*', authenticate(deps));
+
+  app.route('/', opsRoutes(deps));
+  app.route('/', discoveryRoutes());
+  app.get('/api/v2/ping', (c) => c.body(null, 204));
+  app.route('/api/v2', identityRoutes(deps));
+
+  app.notFound((c) => {
+    const detail = isRegistryPath(c.req.path)
+      ? `no registry endpoint at ${c.req.method} ${c.req.path}`
+      : `no endpoint at ${c.req.method} ${c.req.path}`;
+    return renderError(c, notFound(detail));
+  });
+
+  app.onError((err, c) => {
+    if (err instanceof ApiError) return renderError(c, err);
+    if (err instanceof HTTPException && err.status < 500) {
+      return renderError(c, new ApiError(err.status, 'bad request', err.message || 'the request could not be processed'));
+    }
+    log.error({ reqId: c.get('requestId'), err }, 'unhandled error');
+    return renderError(
+      c,
+      new ApiError(500, 'internal server error', `an internal error occurred; quote request id ${c.get('requestId')} when reporting it`),
+    );
+  });
+
+  return app;
+}

@@ -1,0 +1,161 @@
+import path from 'node:path';
+
+/**
+ * Every setting Terrace reads, typed. The README's configuration table mirrors SETTINGS below:
+ * keep them in step.
+ */
+export interface Config {
+  port: number;
+  host: string;
+  dataDir: string;
+  publicUrl: string;
+  adminToken: string | undefined;
+  tlsCert: string | undefined;
+  tlsKey: string | undefined;
+  secretKey: string | undefined;
+  logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+  maxJsonBodyBytes: number;
+  maxArchiveBytes: number;
+  maxArchiveEntries: number;
+  maxArchiveUnpackedBytes: number;
+  archiveUrlTtlSeconds: number;
+  uploadUrlTtlSeconds: number;
+  publicRead: boolean;
+  blobDriver: 'fs' | 's3';
+  s3: {
+    bucket: string | undefined;
+    region: string;
+    endpoint: string | undefined;
+    prefix: string;
+    accessKeyId: string | undefined;
+    secretAccessKey: string | undefined;
+    forcePathStyle: boolean;
+    checksumWhenRequired: boolean;
+    proxyDownloads: boolean;
+  };
+  shutdownTimeoutMs: number;
+}
+
+export class ConfigError extends Error {
+  constructor(
+    readonly variable: string,
+    message: string,
+  ) {
+    super(`${variable}: ${message}`);
+  }
+}
+
+type Env = Record<string, string | undefined>;
+
+function str(env: Env, name: string): string | undefined {
+  const v = env[name];
+  return v === undefined || v.trim() === '' ? undefined : v.trim();
+}
+
+function int(env: Env, name: string, def: number, min: number, max: number): number {
+  const raw = str(env, name);
+  if (raw === undefined) return def;
+  if (!/^\d+$/.test(raw)) throw new ConfigError(name, `must be a whole number, got "${raw}"`);
+  const n = Number(raw);
+  if (n < min || n > max) throw new ConfigError(name, `must be between ${min} and ${max}, got ${n}`);
+  return n;
+}
+
+function bool(env: Env, name: string, def: boolean): boolean {
+  const raw = str(env, name);
+  if (raw === undefined) return def;
+  const v = raw.toLowerCase();
+  if (['1', 'true', 'yes', 'on'].includes(v)) return true;
+  if (['0', 'false', 'no', 'off'].includes(v)) return false;
+  throw new ConfigError(name, `must be true or false, got "${raw}"`);
+}
+
+function oneOf<T extends string>(env: Env, name: string, def: T, allowed: readonly T[]): T {
+  const raw = str(env, name);
+  if (raw === undefined) return def;
+  if (!(allowed as readonly string[]).includes(raw)) {
+    throw new ConfigError(name, `must be one of ${allowed.join(', ')}, got "${raw}"`);
+  }
+  return raw as T;
+}
+
+function url(env: Env, name: string): string | undefined {
+  const raw = str(env, name);
+  if (raw === undefined) return undefined;
+  let parsed: URL;
+  try {
+    parsed = new URL(raw);
+  } catch {
+    throw new ConfigError(name, `must be an absolute http(s) URL, got "${raw}"`);
+  }
+  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') {
+    throw new ConfigError(name, `must use http or https, got "${parsed.protocol}"`);
+  }
+  if (parsed.search || parsed.hash || parsed.username || parsed.password) {
+    throw new ConfigError(name, 'must not carry a query, fragment or credentials');
+  }
+  return parsed.toString().replace(/\/+$/, '');
+}
+
+const MiB = 1024 * 1024;
+
+/** Reads and validates the environment. Throws ConfigError naming the variable on a bad value. */
+export function loadConfig(env: Env = process.env, cwd = process.cwd()): Config {
+  const port = int(env, 'PORT', 8080, 0, 65535);
+  const host = str(env, 'HOST') ?? '127.0.0.1';
+  const tlsCert = str(env, 'TERRACE_TLS_CERT');
+  const tlsKey = str(env, 'TERRACE_TLS_KEY');
+  if ((tlsCert === undefined) !== (tlsKey === undefined)) {
+    throw new ConfigError(tlsCert ? 'TERRACE_TLS_KEY' : 'TERRACE_TLS_CERT', 'TERRACE_TLS_CERT and TERRACE_TLS_KEY must be set together');
+  }
+  const scheme = tlsCert ? 'https' : 'http';
+  const urlHost = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host;
+  const publicUrl = url(env, 'TERRACE_PUBLIC_URL') ?? `${scheme}://${urlHost}:${port}`;
+
+  const adminToken = str(env, 'TERRACE_ADMIN_TOKEN');
+  if (adminToken !== undefined && adminToken.length < 24) {
+    throw new ConfigError('TERRACE_ADMIN_TOKEN', 'must be at least 24 characters long');
+  }
+  const secretKey = str(env, 'TERRACE_SECRET_KEY');
+  if (secretKey !== undefined && secretKey.length < 32) {
+    throw new ConfigError('TERRACE_SECRET_KEY', 'must be at least 32 characters long');
+  }
+
+  const blobDriver = oneOf(env, 'TERRACE_BLOB_DRIVER', 'fs', ['fs', 's3'] as const);
+  const bucket = str(env, 'TERRACE_S3_BUCKET');
+  if (blobDriver === 's3' && !bucket) {
+    throw new ConfigError('TERRACE_S3_BUCKET', 'is required when TERRACE_BLOB_DRIVER=s3');
+  }
+
+  return {
+    port,
+    host,
+    dataDir: path.resolve(cwd, str(env, 'TERRACE_DATA_DIR') ?? 'storage'),
+    publicUrl,
+    adminToken,
+    tlsCert,
+    tlsKey,
+    secretKey,
+    logLevel: oneOf(env, 'TERRACE_LOG_LEVEL', 'info', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const),
+    maxJsonBodyBytes: int(env, 'TERRACE_MAX_BODY_BYTES', 1 * MiB, 1024, 1024 * MiB),
+    maxArchiveBytes: int(env, 'TERRACE_MAX_ARCHIVE_BYTES', 512 * MiB, 1024, 64 * 1024 * MiB),
+    maxArchiveEntries: int(env, 'TERRACE_MAX_ARCHIVE_ENTRIES', 10_000, 1, 10_000_000),
+    maxArchiveUnpackedBytes: int(env, 'TERRACE_MAX_ARCHIVE_UNPACKED_BYTES', 2048 * MiB, 1024, 256 * 1024 * MiB),
+    archiveUrlTtlSeconds: int(env, 'TERRACE_ARCHIVE_URL_TTL', 300, 10, 7 * 24 * 3600),
+    uploadUrlTtlSeconds: int(env, 'TERRACE_UPLOAD_URL_TTL', 3600, 10, 7 * 24 * 3600),
+    publicRead: bool(env, 'TERRACE_PUBLIC_READ', false),
+    blobDriver,
+    s3: {
+      bucket,
+      region: str(env, 'TERRACE_S3_REGION') ?? 'us-east-1',
+      endpoint: url(env, 'TERRACE_S3_ENDPOINT'),
+      prefix: (str(env, 'TERRACE_S3_PREFIX') ?? '').replace(/^\/+/, ''),
+      accessKeyId: str(env, 'TERRACE_S3_ACCESS_KEY_ID'),
+      secretAccessKey: str(env, 'TERRACE_S3_SECRET_ACCESS_KEY'),
+      forcePathStyle: bool(env, 'TERRACE_S3_FORCE_PATH_STYLE', false),
+      checksumWhenRequired: bool(env, 'TERRACE_S3_CHECKSUM_WHEN_REQUIRED', true),
+      proxyDownloads: bool(env, 'TERRACE_S3_PROXY_DOWNLOADS', false),
+    },
+    shutdownTimeoutMs: int(env, 'TERRACE_SHUTDOWN_TIMEOUT_MS', 10_000, 0, 600_000),
+  };
+}

@@ -1,0 +1,90 @@
+import type { Generated } from 'kysely';
+
+/** Table types. Times are RFC 3339 text, booleans 0/1 integers, JSON columns text. */
+export interface SettingsTable {
+  key: string;
+  value: string;
+}
+
+export interface UsersTable {
+  id: string;
+  username: string;
+  username_lower: string;
+  email: string;
+  email_lower: string;
+  is_site_admin: number;
+  is_service_account: number;
+  created_at: string;
+}
+
+export interface OrganizationsTable {
+  id: string;
+  name: string;
+  name_lower: string;
+  email: string;
+  attributes: Generated<string>;
+  created_at: string;
+}
+
+export interface TeamsTable {
+  id: string;
+  organization_id: string;
+  name: string;
+  name_lower: string;
+  is_owners: Generated<number>;
+  visibility: Generated<string>;
+  permissions: Generated<string>;
+  created_at: string;
+}
+
+export interface OrganizationMembershipsTable {
+  id: string;
+  organization_id: string;
+  user_id: string;
+  status: 'invited' | 'active';
+  created_at: string;
+}
+
+export interface TeamMembersTable {
+  team_id: string;
+  user_id: string;
+  created_at: string;
+}
+
+export type TokenKind = 'user' | 'team' | 'organization';
+
+export interface TokensTable {
+  id: string;
+  kind: TokenKind;
+  user_id: string | null;
+  team_id: string | null;
+  organization_id: string | null;
+  description: string | null;
+  token_hash: string;
+  created_by: string | null;
+  created_at: string;
+  last_used_at: string | null;
+  expired_at: string | null;
+}
+
+export interface JobsTable {
+  id: string;
+  kind: string;
+  payload: string;
+  run_at: string;
+  attempts: Generated<number>;
+  locked_until: string | null;
+  last_error: string | null;
+  created_at: string;
+}
+
+export interface Database {
+  settings: SettingsTable;
+  users: UsersTable;
+  organizations: OrganizationsTable;
+  teams: TeamsTable;
+  organization_memberships: OrganizationMembershipsTable;
+  team_members: TeamMembersTable;
+  tokens: TokensTable;
+  jobs: JobsTable;
+}

@@ -1,0 +1,17 @@
+import type { BlobStore } from './blobs/types.js';
+import type { Clock } from './clock.js';
+import type { Config } from './config.js';
+import type { Db, Store } from './db/index.js';
+import type { Logger } from './logger.js';
+import type { Secrets } from './secrets.js';
+
+/** Everything a domain needs, built once in main.ts (or a test) and passed to createApp. */
+export interface Deps {
+  config: Config;
+  store: Store;
+  db: Db;
+  blobs: BlobStore;
+  clock: Clock;
+  logger: Logger;
+  secrets: Secrets;
+}

@@ -1,0 +1,38 @@
+import type { Context, MiddlewareHandler } from 'hono';
+import type { Deps } from '../deps.js';
+import { resolvePrincipal, type Principal } from '../identity/principal.js';
+import { unauthorized } from './errors.js';
+
+export type AppEnv = {
+  Variables: {
+    principal: Principal | null;
+    requestId: string;
+  };
+};
+
+/**
+ * Resolves the bearer token, if any, into c.var.principal. A token that is presented but
+ * malformed, unknown or expired is 401 everywhere, even on endpoints that allow anonymous reads.
+ */
+export function authenticate(deps: Deps): MiddlewareHandler<AppEnv> {
+  return async (c, next) => {
+    const header = c.req.header('authorization');
+    if (header === undefined || header.trim() === '') {
+      c.set('principal', null);
+      return next();
+    }
+    const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
+    if (!m) throw unauthorized('the Authorization header must be "Bearer <token>"');
+    const principal = await resolvePrincipal(deps, m[1]!);
+    if (!principal) throw unauthorized('the API token is invalid or has expired');
+    c.set('principal', principal);
+    return next();
+  };
+}
+
+/** The caller, or 401 when no token was presented. */
+export function requirePrincipal(c: Context<AppEnv>): Principal {
+  const p = c.get('principal');
+  if (!p) throw unauthorized();
+  return p;
+}

@@ -1,0 +1,88 @@
+import type { Context } from 'hono';
+import type { z } from 'zod';
+import { ApiError, badRequest, unprocessable, unsupportedMediaType } from './errors.js';
+import { ApiErrors } from './jsonapi.js';
+
+const JSON_TYPES = ['application/vnd.api+json', 'application/json'];
+
+/**
+ * Reads a JSON body as application/vnd.api+json or application/json, on any method (go-tfe
+ * sends bodies on DELETE). The size limit is enforced by the body-limit middleware in app.ts.
+ */
+export async function readJson(c: Context): Promise<unknown> {
+  const ct = (c.req.header('content-type') ?? '').split(';')[0]!.trim().toLowerCase();
+  if (ct !== '' && !JSON_TYPES.includes(ct)) {
+    throw unsupportedMediaType(`Content-Type must be application/vnd.api+json or application/json, got "${ct}"`);
+  }
+  const text = await c.req.text();
+  if (text.trim() === '') throw unprocessable('a JSON request body is required', '');
+  try {
+    return JSON.parse(text);
+  } catch (err) {
+    throw badRequest(`the request body is not valid JSON: ${(err as Error).message}`);
+  }
+}
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/** Turns zod issues into JSON:API errors whose pointers name the offending member. */
+export function zodToApiError(error: z.ZodError, basePointer: string): ApiError {
+  const all = error.issues.map((issue) => {
+    const ptr = [basePointer, ...issue.path.map(String)].join('/');
+    const name = issue.path.length ? issue.path.map(String).join('.') : basePointer.split('/').pop() || 'body';
+    return unprocessable(`${name}: ${issue.message}`, ptr);
+  });
+  return all.length === 1 ? all[0]! : new ApiErrors(all);
+}
+
+export interface ParsedResource<T> {
+  id: string | undefined;
+  attributes: T;
+  relationships: Record<string, unknown>;
+}
+
+/**
+ * Reads `{"data":{"type":<type>,"attributes":{…}}}` and validates attributes with schema.
+ * data.id is optional (go-tfe omits it on PATCH); unknown attributes are ignored.
+ */
+export async function readResource<S extends z.ZodType>(
+  c: Context,
+  type: string,
+  schema: S,
+): Promise<ParsedResource<z.output<S>>> {
+  const body = await readJson(c);
+  if (!isObject(body)) throw unprocessable('the request body must be a JSON object with a "data" member', '');
+  const data = body.data;
+  if (!isObject(data)) throw unprocessable('"data" must be an object', '/data');
+  if (data.type !== type) {
+    throw unprocessable(`data.type must be "${type}", got ${JSON.stringify(data.type ?? null)}`, '/data/type');
+  }
+  const attrs = data.attributes === undefined ? {} : data.attributes;
+  if (!isObject(attrs)) throw unprocessable('"data.attributes" must be an object', '/data/attributes');
+  const result = schema.safeParse(attrs);
+  if (!result.success) throw zodToApiError(result.error, '/data/attributes');
+  const rel = data.relationships === undefined ? {} : data.relationships;
+  if (!isObject(rel)) throw unprocessable('"data.relationships" must be an object', '/data/relationships');
+  return { id: typeof data.id === 'string' ? data.id : undefined, attributes: result.data, relationships: rel };
+}
+
+/** Reads `{"data":[{"type":<type>,"id":"…"},…]}` (relationship bodies such as team membership). */
+export async function readIdentifiers(c: Context, type: string): Promise<string[]> {
+  const body = await readJson(c);
+  if (!isObject(body)) throw unprocessable('the request body must be a JSON object with a "data" array', '');
+  const data = body.data;
+  if (!Array.isArray(data)) throw unprocessable('"data" must be an array of {"type","id"} objects', '/data');
+  if (data.length === 0) throw unprocessable('"data" must list at least one item', '/data');
+  return data.map((item, i) => {
+    if (!isObject(item)) throw unprocessable(`data[${i}] must be an object`, `/data/${i}`);
+    if (item.type !== type) {
+      throw unprocessable(`data[${i}].type must be "${type}", got ${JSON.stringify(item.type ?? null)}`, `/data/${i}/type`);
+    }
+    if (typeof item.id !== 'string' || item.id === '') {
+      throw unprocessable(`data[${i}].id must be a non-empty string`, `/data/${i}/id`);
+    }
+    return item.id;
+  });
+}

@@ -1,0 +1,29 @@
+import { Hono } from 'hono';
+import type { Deps } from '../deps.js';
+import type { AppEnv } from '../http/auth.js';
+
+/** Probes for orchestrators: /healthz says the process is alive, /readyz that it can serve. */
+export function opsRoutes(deps: Deps): Hono<AppEnv> {
+  const app = new Hono<AppEnv>();
+  app.get('/healthz', (c) => c.json({ status: 'ok' }));
+  app.get('/readyz', async (c) => {
+    const checks: Record<string, string> = {};
+    try {
+      await deps.store.ping();
+      checks.store = 'ok';
+    } catch (err) {
+      deps.logger.error({ err }, 'readiness: store check failed');
+      checks.store = 'failing';
+    }
+    try {
+      await deps.blobs.checkWritable();
+      checks.blobs = 'ok';
+    } catch (err) {
+      deps.logger.error({ err }, 'readiness: blob store check failed');
+      checks.blobs = 'failing';
+    }
+    const ready = Object.values(checks).every((v) => v === 'ok');
+    return c.json({ status: ready ? 'ready' : 'not ready', checks }, ready ? 200 : 503);
+  });
+  return app;
+}

@@ -1,0 +1,81 @@
+import type { Queryable } from '../db/index.js';
+import type { OrganizationsTable } from '../db/schema.js';
+import { isSiteAdmin, type Principal } from '../identity/principal.js';
+
+export type OrganizationRow = OrganizationsTable & { attributes: string };
+
+/** Organization-level permissions a team can hold (HCP's organization-access names). */
+export const TEAM_PERMISSIONS = ['manage-modules', 'manage-vcs-settings', 'manage-workspaces', 'read-state-outputs'] as const;
+export type TeamPermission = (typeof TEAM_PERMISSIONS)[number];
+
+/** What a principal may do in one organization. Every check in every domain starts here. */
+export interface OrgAccess {
+  /** May see the organization at all (anything else is 404). */
+  member: boolean;
+  /** Site admin, owners-team member, or owners-team token. */
+  owner: boolean;
+  organizationToken: boolean;
+  permissions: Record<TeamPermission, boolean>;
+}
+
+const none = (): Record<TeamPermission, boolean> =>
+  Object.fromEntries(TEAM_PERMISSIONS.map((p) => [p, false])) as Record<TeamPermission, boolean>;
+const all = (): Record<TeamPermission, boolean> =>
+  Object.fromEntries(TEAM_PERMISSIONS.map((p) => [p, true])) as Record<TeamPermission, boolean>;
+
+export const NO_ACCESS: OrgAccess = Object.freeze({ member: false, owner: false, organizationToken: false, permissions: none() });
+
+export async function getOrganizationByName(db: Queryable, name: string): Promise<OrganizationRow | undefined> {
+  return db.selectFrom('organizations').selectAll().where('name_lower', '=', name.toLowerCase()).executeTakeFirst() as Promise<
+    OrganizationRow | undefined
+  >;
+}
+
+function parsePermissions(json: string): Record<TeamPermission, boolean> {
+  const out = none();
+  try {
+    const v = JSON.parse(json) as Record<string, unknown>;
+    for (const p of TEAM_PERMISSIONS) out[p] = v[p] === true;
+  } catch {
+    // A corrupt row grants nothing.
+  }
+  return out;
+}
+
+export async function orgAccess(db: Queryable, principal: Principal | null, organizationId: string): Promise<OrgAccess> {
+  if (!principal) return NO_ACCESS;
+  if (isSiteAdmin(principal)) return { member: true, owner: true, organizationToken: false, permissions: all() };
+  if (principal.kind === 'organization') {
+    if (principal.organizationId !== organizationId) return NO_ACCESS;
+    return { member: true, owner: false, organizationToken: true, permissions: all() };
+  }
+  let teams: { is_owners: number; permissions: string }[];
+  if (principal.kind === 'team') {
+    if (principal.organizationId !== organizationId) return NO_ACCESS;
+    teams = await db.selectFrom('teams').select(['is_owners', 'permissions']).where('id', '=', principal.teamId).execute();
+  } else {
+    const membership = await db
+      .selectFrom('organization_memberships')
+      .select('status')
+      .where('organization_id', '=', organizationId)
+      .where('user_id', '=', principal.user.id)
+      .executeTakeFirst();
+    if (!membership || membership.status !== 'active') return NO_ACCESS;
+    teams = await db
+      .selectFrom('team_members')
+      .innerJoin('teams', 'teams.id', 'team_members.team_id')
+      .select(['teams.is_owners', 'teams.permissions'])
+      .where('team_members.user_id', '=', principal.user.id)
+      .where('teams.organization_id', '=', organizationId)
+      .execute();
+  }
+  const owner = teams.some((t) => t.is_owners === 1);
+  const permissions = owner ? all() : none();
+  if (!owner) {
+    for (const t of teams) {
+      const p = parsePermissions(t.permissions);
+      for (const k of TEAM_PERMISSIONS) permissions[k] ||= p[k];
+    }
+  }
+  return { member: true, owner, organizationToken: false, permissions };
+}

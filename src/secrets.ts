@@ -1,0 +1,63 @@
+import { createCipheriv, createDecipheriv, createHmac, hkdfSync, randomBytes, timingSafeEqual } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+
+/**
+ * The server key: from TERRACE_SECRET_KEY, or generated once into <dataDir>/secret.key (0600).
+ * Purpose-specific subkeys are derived with HKDF so one leak of a derived key exposes nothing else.
+ */
+export class Secrets {
+  private readonly root: Buffer;
+
+  constructor(rootKey: Buffer) {
+    this.root = rootKey;
+  }
+
+  static load(dataDir: string, configured: string | undefined): { secrets: Secrets; generated: boolean } {
+    if (configured) return { secrets: new Secrets(Buffer.from(configured, 'utf8')), generated: false };
+    const file = path.join(dataDir, 'secret.key');
+    try {
+      const hex = fs.readFileSync(file, 'utf8').trim();
+      return { secrets: new Secrets(Buffer.from(hex, 'hex')), generated: false };
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    }
+    fs.mkdirSync(dataDir, { recursive: true });
+    const key = randomBytes(32);
+    // 'wx' refuses to overwrite a key another process wrote first.
+    fs.writeFileSync(file, key.toString('hex') + '\n', { mode: 0o600, flag: 'wx' });
+    return { secrets: new Secrets(key), generated: true };
+  }
+
+  subkey(purpose: string): Buffer {
+    return Buffer.from(hkdfSync('sha256', this.root, Buffer.alloc(0), `terrace:${purpose}`, 32));
+  }
+
+  /** base64url HMAC-SHA256 of message under the purpose's subkey. */
+  sign(purpose: string, message: string): string {
+    return createHmac('sha256', this.subkey(purpose)).update(message).digest('base64url');
+  }
+
+  /** Constant-time check of a signature made by sign(). */
+  verify(purpose: string, message: string, signature: string): boolean {
+    const expected = Buffer.from(this.sign(purpose, message));
+    const given = Buffer.from(signature);
+    return expected.length === given.length && timingSafeEqual(expected, given);
+  }
+
+  /** AES-256-GCM for secrets that must be read back (HMAC keys, VCS tokens). */
+  encrypt(plaintext: string): string {
+    const iv = randomBytes(12);
+    const cipher = createCipheriv('aes-256-gcm', this.subkey('encryption'), iv);
+    const ct = Buffer.concat([cipher.update(plaintext, 'utf8'), cipher.final()]);
+    return ['v1', iv.toString('base64url'), cipher.getAuthTag().toString('base64url'), ct.toString('base64url')].join('.');
+  }
+
+  decrypt(sealed: string): string {
+    const [v, iv, tag, ct] = sealed.split('.');
+    if (v !== 'v1' || !iv || !tag || ct === undefined) throw new Error('unrecognized ciphertext');
+    const decipher = createDecipheriv('aes-256-gcm', this.subkey('encryption'), Buffer.from(iv, 'base64url'));
+    decipher.setAuthTag(Buffer.from(tag, 'base64url'));
+    return Buffer.concat([decipher.update(Buffer.from(ct, 'base64url')), decipher.final()]).toString('utf8');
+  }
+}

@@ -1,0 +1,100 @@
+import fs from 'node:fs';
+import { createServer as createHttpsServer } from 'node:https';
+import type { AddressInfo } from 'node:net';
+import path from 'node:path';
+import { serve, type ServerType } from '@hono/node-server';
+import { createApp } from './app.js';
+import { createBlobStore, FsBlobStore } from './blobs/index.js';
+import { systemClock, type Clock } from './clock.js';
+import type { Config } from './config.js';
+import { migrate, openSqlite } from './db/index.js';
+import type { Deps } from './deps.js';
+import { ensureAdminToken } from './identity/bootstrap.js';
+import { createLogger, type Logger } from './logger.js';
+import { Secrets } from './secrets.js';
+
+export interface RunningServer {
+  deps: Deps;
+  /** The address actually bound (port 0 resolves to a real port). */
+  url: string;
+  /** Set only on the start that generated the admin token: print it once, never store it. */
+  generatedAdminToken: string | null;
+  /** Stop accepting, finish in-flight requests (up to the shutdown timeout), close the store. */
+  close(): Promise<void>;
+}
+
+export interface StartOptions {
+  clock?: Clock;
+  logger?: Logger;
+}
+
+/** Wires config → store → blob store → app → listener. Used by main.ts and by tests. */
+export async function startServer(config: Config, opts: StartOptions = {}): Promise<RunningServer> {
+  const logger = opts.logger ?? createLogger(config.logLevel);
+  fs.mkdirSync(config.dataDir, { recursive: true });
+  const { secrets, generated } = Secrets.load(config.dataDir, config.secretKey);
+  if (generated) logger.info('generated a new server secret key in the data directory');
+
+  const store = openSqlite(path.join(config.dataDir, 'terrace.db'));
+  try {
+    const applied = await migrate(store.db);
+    if (applied.length) logger.info({ migrations: applied }, 'applied migrations');
+  } catch (err) {
+    await store.close();
+    throw err;
+  }
+  const blobs = createBlobStore({ driver: config.blobDriver, dataDir: config.dataDir, s3: config.s3 });
+  const deps: Deps = { config: { ...config }, store, db: store.db, blobs, clock: opts.clock ?? systemClock, logger, secrets };
+  const generatedAdminToken = await ensureAdminToken(deps);
+  if (blobs instanceof FsBlobStore) await blobs.sweepTemp(0);
+  const app = createApp(deps);
+
+  const server: ServerType = await new Promise((resolve, reject) => {
+    const s = serve(
+      {
+        fetch: app.fetch,
+        port: config.port,
+        hostname: config.host,
+        ...(config.tlsCert && config.tlsKey
+          ? {
+              createServer: createHttpsServer,
+              serverOptions: { cert: fs.readFileSync(config.tlsCert), key: fs.readFileSync(config.tlsKey) },
+            }
+          : {}),
+      },
+      () => resolve(s),
+    );
+    s.once('error', reject);
+  });
+  const addr = server.address() as AddressInfo;
+  const host = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
+  const url = `${config.tlsCert ? 'https' : 'http'}://${host}:${addr.port}`;
+  // With PORT=0 the default public URL could not name the port until now.
+  if (/:0$/.test(deps.config.publicUrl)) deps.config.publicUrl = url;
+
+  let closing: Promise<void> | null = null;
+  const close = () => {
+    closing ??= (async () => {
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(() => {
+          logger.warn('shutdown timeout reached: closing remaining connections');
+          (server as unknown as { closeAllConnections?: () => void }).closeAllConnections?.();
+        }, config.shutdownTimeoutMs);
+        timer.unref();
+        // Keep-alive connections become idle as their requests finish: close them as they do.
+        const closeIdle = () => (server as unknown as { closeIdleConnections?: () => void }).closeIdleConnections?.();
+        const sweeper = setInterval(closeIdle, 50);
+        server.close(() => {
+          clearTimeout(timer);
+          clearInterval(sweeper);
+          resolve();
+        });
+        closeIdle();
+      });
+      await store.close();
+    })();
+    return closing;
+  };
+
+  return { deps, url, generatedAdminToken, close };
+}

@@ -1,0 +1,62 @@
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig } from '../../src/config.js';
+
+function errorOf(env: Record<string, string>): ConfigError {
+  try {
+    loadConfig(env, '/srv');
+  } catch (err) {
+    if (err instanceof ConfigError) return err;
+    throw err;
+  }
+  throw new Error('expected a ConfigError');
+}
+
+describe('configuration', () => {
+  it('has the documented defaults', () => {
+    const c = loadConfig({}, '/srv');
+    expect(c.port).toBe(8080);
+    expect(c.host).toBe('127.0.0.1');
+    expect(c.dataDir).toBe('/srv/storage');
+    expect(c.publicUrl).toBe('http://127.0.0.1:8080');
+    expect(c.adminToken).toBeUndefined();
+    expect(c.blobDriver).toBe('fs');
+    expect(c.publicRead).toBe(false);
+    expect(c.maxJsonBodyBytes).toBe(1024 * 1024);
+  });
+
+  it('derives the public URL from the listen address and TLS', () => {
+    expect(loadConfig({ HOST: '0.0.0.0', PORT: '9000' }, '/').publicUrl).toBe('http://127.0.0.1:9000');
+    expect(loadConfig({ TERRACE_TLS_CERT: '/c', TERRACE_TLS_KEY: '/k' }, '/').publicUrl).toBe('https://127.0.0.1:8080');
+    expect(loadConfig({ TERRACE_PUBLIC_URL: 'https://registry.example.com/' }, '/').publicUrl).toBe(
+      'https://registry.example.com',
+    );
+  });
+
+  it.each([
+    [{ PORT: 'eighty' }, 'PORT'],
+    [{ PORT: '70000' }, 'PORT'],
+    [{ PORT: '-1' }, 'PORT'],
+    [{ TERRACE_PUBLIC_URL: 'not a url' }, 'TERRACE_PUBLIC_URL'],
+    [{ TERRACE_PUBLIC_URL: 'ftp://x.example.com' }, 'TERRACE_PUBLIC_URL'],
+    [{ TERRACE_PUBLIC_URL: 'https://u:p@x.example.com' }, 'TERRACE_PUBLIC_URL'],
+    [{ TERRACE_TLS_CERT: '/c' }, 'TERRACE_TLS_KEY'],
+    [{ TERRACE_TLS_KEY: '/k' }, 'TERRACE_TLS_CERT'],
+    [{ TERRACE_ADMIN_TOKEN: 'short' }, 'TERRACE_ADMIN_TOKEN'],
+    [{ TERRACE_SECRET_KEY: 'short' }, 'TERRACE_SECRET_KEY'],
+    [{ TERRACE_PUBLIC_READ: 'maybe' }, 'TERRACE_PUBLIC_READ'],
+    [{ TERRACE_BLOB_DRIVER: 'gcs' }, 'TERRACE_BLOB_DRIVER'],
+    [{ TERRACE_BLOB_DRIVER: 's3' }, 'TERRACE_S3_BUCKET'],
+    [{ TERRACE_LOG_LEVEL: 'loud' }, 'TERRACE_LOG_LEVEL'],
+    [{ TERRACE_MAX_BODY_BYTES: '10' }, 'TERRACE_MAX_BODY_BYTES'],
+  ])('rejects %o naming %s', (env, variable) => {
+    const err = errorOf(env);
+    expect(err.variable).toBe(variable);
+    expect(err.message.startsWith(`${variable}: `)).toBe(true);
+  });
+
+  it('parses booleans in the usual spellings', () => {
+    expect(loadConfig({ TERRACE_PUBLIC_READ: 'true' }, '/').publicRead).toBe(true);
+    expect(loadConfig({ TERRACE_PUBLIC_READ: 'ON' }, '/').publicRead).toBe(true);
+    expect(loadConfig({ TERRACE_PUBLIC_READ: '0' }, '/').publicRead).toBe(false);
+  });
+});

@@ -1,0 +1,107 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { ManualClock, type Clock } from '../../src/clock.js';
+import { loadConfig } from '../../src/config.js';
+import { startServer, type RunningServer } from '../../src/server.js';
+
+export const ADMIN_TOKEN = 'test-admin-token-0123456789abcdef';
+
+export interface TestServer {
+  url: string;
+  running: RunningServer;
+  dataDir: string;
+  adminToken: string;
+  clock: Clock;
+  /** Calls Terrace over real HTTP. body objects are sent as JSON:API. */
+  api(method: string, pathAndQuery: string, opts?: RequestOptions): Promise<TestResponse>;
+  /** Stops the server; removes the data dir unless keepData. */
+  close(opts?: { keepData?: boolean }): Promise<void>;
+}
+
+export interface RequestOptions {
+  token?: string | null;
+  body?: unknown;
+  rawBody?: string | Buffer;
+  headers?: Record<string, string>;
+}
+
+export interface TestResponse {
+  status: number;
+  headers: Headers;
+  text: string;
+  json: any;
+}
+
+export function tempDir(prefix = 'terrace-test-'): string {
+  return fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+}
+
+/**
+ * Starts the real server (SQLite file, blob dir, HTTP on an ephemeral port) in a temp data dir.
+ * env overrides any setting; token defaults to the site-admin token.
+ */
+export async function startTestServer(
+  env: Record<string, string> = {},
+  opts: { dataDir?: string; clock?: Clock } = {},
+): Promise<TestServer> {
+  const dataDir = opts.dataDir ?? tempDir();
+  const config = loadConfig({
+    PORT: '0',
+    TERRACE_DATA_DIR: dataDir,
+    TERRACE_ADMIN_TOKEN: ADMIN_TOKEN,
+    TERRACE_LOG_LEVEL: 'silent',
+    ...env,
+  });
+  const clock = opts.clock ?? new ManualClock(new Date());
+  const running = await startServer(config, { clock });
+  const url = running.url;
+  return {
+    url,
+    running,
+    dataDir,
+    adminToken: ADMIN_TOKEN,
+    clock,
+    async api(method, pathAndQuery, o = {}) {
+      const headers: Record<string, string> = { Accept: 'application/vnd.api+json', ...o.headers };
+      const token = o.token === undefined ? ADMIN_TOKEN : o.token;
+      if (token !== null) headers.Authorization = `Bearer ${token}`;
+      let body: string | Buffer | undefined;
+      if (o.rawBody !== undefined) body = o.rawBody;
+      else if (o.body !== undefined) body = JSON.stringify(o.body);
+      if (body !== undefined && !Object.keys(headers).some((h) => h.toLowerCase() === 'content-type')) {
+        headers['Content-Type'] = 'application/vnd.api+json';
+      }
+      const res = await fetch(url + pathAndQuery, { method, headers, body, redirect: 'manual' });
+      const text = await res.text();
+      let json: any;
+      try {
+        json = text ? JSON.parse(text) : undefined;
+      } catch {
+        json = undefined;
+      }
+      return { status: res.status, headers: res.headers, text, json };
+    },
+    async close(o = {}) {
+      await running.close();
+      if (!o.keepData && !opts.dataDir) fs.rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Creates a user through the admin API and a token for it; returns both. */
+export async function createUserWithToken(
+  t: TestServer,
+  username: string,
+  opts: { siteAdmin?: boolean } = {},
+): Promise<{ id: string; username: string; token: string }> {
+  const u = await t.api('POST', '/api/v2/admin/users', {
+    body: { data: { type: 'users', attributes: { username, email: `${username}@example.com`, 'is-site-admin': opts.siteAdmin ?? false } } },
+  });
+  if (u.status !== 201) throw new Error(`create user ${username}: ${u.status} ${u.text}`);
+  const tok = await t.api('POST', `/api/v2/users/${u.json.data.id}/authentication-tokens`, {
+    body: { data: { type: 'authentication-tokens', attributes: { description: 'test' } } },
+  });
+  if (tok.status !== 201) throw new Error(`create token for ${username}: ${tok.status} ${tok.text}`);
+  return { id: u.json.data.id, username, token: tok.json.data.attributes.token };
+}
