@@ -8,7 +8,11 @@ import { ApiError, notFound, payloadTooLarge } from './http/errors.js';
 import { isRegistryPath, renderError } from './http/surface.js';
 import { identityRoutes } from './identity/routes.js';
 import { opsRoutes } from './ops/routes.js';
+import { membershipRoutes } from './organizations/membership-routes.js';
+import { organizationRelatedRoutes } from './organizations/related-routes.js';
+import { organizationRoutes } from './organizations/routes.js';
 import { discoveryRoutes } from './registry/discovery.js';
+import { teamRoutes } from './teams/routes.js';
 
 /** Headers go-tfe and Terraform's cloud backend read from every /api/v2 response. */
 const TFE_HEADERS: Record<string, string> = {
@@ -63,6 +67,10 @@ export function createApp(deps: Deps): Hono<AppEnv> {
   app.route('/', discoveryRoutes());
   app.get('/api/v2/ping', (c) => c.body(null, 204));
   app.route('/api/v2', identityRoutes(deps));
+  app.route('/api/v2', organizationRoutes(deps));
+  app.route('/api/v2', organizationRelatedRoutes(deps));
+  app.route('/api/v2', membershipRoutes(deps));
+  app.route('/api/v2', teamRoutes(deps));
 
   app.notFound((c) => {
     const detail = isRegistryPath(c.req.path)

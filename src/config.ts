@@ -34,6 +34,8 @@ export interface Config {
     proxyDownloads: boolean;
   };
   shutdownTimeoutMs: number;
+  /** Installation default data retention (delete data older than N days); undefined = none. */
+  dataRetentionDays: number | undefined;
 }
 
 export class ConfigError extends Error {
@@ -157,5 +159,7 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): Config 
       proxyDownloads: bool(env, 'TERRACE_S3_PROXY_DOWNLOADS', false),
     },
     shutdownTimeoutMs: int(env, 'TERRACE_SHUTDOWN_TIMEOUT_MS', 10_000, 0, 600_000),
+    dataRetentionDays:
+      str(env, 'TERRACE_DATA_RETENTION_DAYS') === undefined ? undefined : int(env, 'TERRACE_DATA_RETENTION_DAYS', 0, 1, 36_500),
   };
 }

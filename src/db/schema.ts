@@ -78,6 +78,43 @@ export interface JobsTable {
   created_at: string;
 }
 
+
+export type ModuleVersionStatus = 'pending' | 'uploading' | 'ok' | 'errored';
+
+
+
+export interface AgentPoolsTable {
+  id: string;
+  organization_id: string;
+  name: string;
+  name_lower: string;
+  organization_scoped: number;
+  created_at: string;
+}
+
+/** producer_id shares its private registry modules with organization_id (the consumer). */
+export interface OrganizationModuleProducersTable {
+  organization_id: string;
+  producer_id: string;
+  created_at: string;
+}
+
+export type DataRetentionPolicyKind = 'delete-older' | 'dont-delete';
+
+export interface DataRetentionPoliciesTable {
+  id: string;
+  organization_id: string;
+  kind: DataRetentionPolicyKind;
+  delete_older_than_n_days: number | null;
+  created_at: string;
+  updated_at: string;
+}
+
+
+export type StateVersionStatus = 'pending' | 'finalized';
+
+
+
 export interface Database {
   settings: SettingsTable;
   users: UsersTable;
@@ -87,4 +124,7 @@ export interface Database {
   team_members: TeamMembersTable;
   tokens: TokensTable;
   jobs: JobsTable;
+  agent_pools: AgentPoolsTable;
+  organization_module_producers: OrganizationModuleProducersTable;
+  data_retention_policies: DataRetentionPoliciesTable;
 }

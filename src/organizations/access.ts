@@ -1,8 +1,9 @@
+import type { Selectable } from 'kysely';
 import type { Queryable } from '../db/index.js';
 import type { OrganizationsTable } from '../db/schema.js';
 import { isSiteAdmin, type Principal } from '../identity/principal.js';
 
-export type OrganizationRow = OrganizationsTable & { attributes: string };
+export type OrganizationRow = Selectable<OrganizationsTable>;
 
 /** Organization-level permissions a team can hold (HCP's organization-access names). */
 export const TEAM_PERMISSIONS = ['manage-modules', 'manage-vcs-settings', 'manage-workspaces', 'read-state-outputs'] as const;
@@ -78,4 +79,58 @@ export async function orgAccess(db: Queryable, principal: Principal | null, orga
     }
   }
   return { member: true, owner, organizationToken: false, permissions };
+}
+
+/** Owners (site admins, owners-team members and its tokens) change settings, tokens and the organization itself. */
+export function canAdministerOrganization(access: OrgAccess): boolean {
+  return access.owner;
+}
+
+/** Teams and memberships: owners, and the organization token (as in HCP). */
+export function canManageTeams(access: OrgAccess): boolean {
+  return access.owner || access.organizationToken;
+}
+
+/** The organizations a principal is an active member of (a team or organization token: its own). */
+export async function memberOrganizationIds(db: Queryable, principal: Principal): Promise<string[]> {
+  if (principal.kind !== 'user') return [principal.organizationId];
+  const rows = await db
+    .selectFrom('organization_memberships')
+    .select('organization_id')
+    .where('user_id', '=', principal.user.id)
+    .where('status', '=', 'active')
+    .execute();
+  return rows.map((r) => r.organization_id);
+}
+
+/**
+ * The organizations whose registry modules the principal may read: 'all' for site admins;
+ * otherwise its own organizations plus every organization that is a module producer for one of
+ * them (if P produces for C, members of C may read P's modules).
+ */
+export async function consumableOrganizationIds(db: Queryable, principal: Principal | null): Promise<string[] | 'all'> {
+  if (!principal) return [];
+  if (isSiteAdmin(principal)) return 'all';
+  const own = await memberOrganizationIds(db, principal);
+  if (own.length === 0) return [];
+  const producers = await db
+    .selectFrom('organization_module_producers')
+    .select('producer_id')
+    .where('organization_id', 'in', own)
+    .execute();
+  return [...new Set([...own, ...producers.map((r) => r.producer_id)])];
+}
+
+/** The teams of one organization the principal belongs to (a team token: its team). */
+export async function principalTeamIds(db: Queryable, principal: Principal | null, organizationId: string): Promise<Set<string>> {
+  if (!principal || principal.kind === 'organization') return new Set();
+  if (principal.kind === 'team') return new Set(principal.organizationId === organizationId ? [principal.teamId] : []);
+  const rows = await db
+    .selectFrom('team_members')
+    .innerJoin('teams', 'teams.id', 'team_members.team_id')
+    .select('teams.id')
+    .where('team_members.user_id', '=', principal.user.id)
+    .where('teams.organization_id', '=', organizationId)
+    .execute();
+  return new Set(rows.map((r) => r.id));
 }

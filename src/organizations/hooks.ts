@@ -1,0 +1,38 @@
+import type { Deps } from '../deps.js';
+import type { OrganizationRow } from './access.js';
+
+/**
+ * Runs after an organization's rows are gone (the deletion has committed). Domains that keep
+ * bytes or outside state for an organization register one at start-up, so this domain never
+ * imports the domains that depend on it. Hooks are best-effort: a failure is logged and the
+ * blob sweep catches what was left behind.
+ */
+export type OrgDeleteHook = (deps: Deps, org: OrganizationRow) => Promise<void>;
+
+const deleteHooks: OrgDeleteHook[] = [];
+
+export function registerOrganizationDeleteHook(fn: OrgDeleteHook): void {
+  if (!deleteHooks.includes(fn)) deleteHooks.push(fn);
+}
+
+/** Blob prefixes that belong to one organization; everything under them goes with it. */
+export function organizationBlobPrefixes(organizationId: string): string[] {
+  return [`organizations/${organizationId}/`, `modules/${organizationId}/`];
+}
+
+export async function runOrganizationDeleteHooks(deps: Deps, org: OrganizationRow): Promise<void> {
+  for (const prefix of organizationBlobPrefixes(org.id)) {
+    try {
+      for await (const b of deps.blobs.list(prefix)) await deps.blobs.delete(b.key);
+    } catch (err) {
+      deps.logger.warn({ err, organization: org.id, prefix }, 'could not remove the blobs of a deleted organization');
+    }
+  }
+  for (const hook of deleteHooks) {
+    try {
+      await hook(deps, org);
+    } catch (err) {
+      deps.logger.warn({ err, organization: org.id }, 'an organization delete hook failed');
+    }
+  }
+}

@@ -1,0 +1,122 @@
+import { Hono, type Context } from 'hono';
+import type { Deps } from '../deps.js';
+import { requirePrincipal, type AppEnv } from '../http/auth.js';
+import { readResource } from '../http/body.js';
+import { notFound } from '../http/errors.js';
+import { jsonApi, type ResourceObject } from '../http/jsonapi.js';
+import { pageLinksAndMeta, parsePage } from '../http/pagination.js';
+import { isSiteAdmin } from '../identity/principal.js';
+import { principalLabel } from '../identity/routes.js';
+import { serializeToken } from '../identity/serialize.js';
+import { canAdministerOrganization, memberOrganizationIds, orgAccess, type OrganizationRow } from './access.js';
+import { includeSet, optionalParam } from './params.js';
+import { serializeEntitlementSet, serializeOrganization } from './serialize.js';
+import {
+  createOrganization,
+  destroyOrganization,
+  organizationView,
+  poolFromRelationships,
+  updateOrganization,
+  visibleOrganization,
+} from './service.js';
+import { createOrganizationSchema, updateOrganizationSchema } from './settings.js';
+import { countOrganizations, listOrganizations, type OrganizationFilter } from './store.js';
+import { findOwnedToken, readTokenOptions, replaceToken } from './tokens.js';
+
+/** Organizations: CRUD, the entitlement set, and the organization token. */
+export function organizationRoutes(deps: Deps): Hono<AppEnv> {
+  const app = new Hono<AppEnv>();
+
+  const included = (orgs: OrganizationRow[], include: Set<string>): ResourceObject[] =>
+    include.has('entitlement_set') || include.has('entitlement-set') ? orgs.map(serializeEntitlementSet) : [];
+
+  app.get('/organizations', async (c) => {
+    const p = requirePrincipal(c);
+    const page = parsePage(c);
+    const filter: OrganizationFilter = {
+      ids: isSiteAdmin(p) ? 'all' : await memberOrganizationIds(deps.db, p),
+      q: optionalParam(c, 'q'),
+      name: optionalParam(c, 'q[name]'),
+      email: optionalParam(c, 'q[email]'),
+    };
+    // Neither page parameter: the whole list, without pagination metadata (HCP's documented quirk).
+    const rows = await listOrganizations(deps.db, filter, page.explicit ? { limit: page.size, offset: page.offset } : undefined);
+    const data: ResourceObject[] = [];
+    for (const org of rows) {
+      const access = await orgAccess(deps.db, p, org.id);
+      data.push(serializeOrganization(org, await organizationView(deps, org, access)));
+    }
+    const paging = page.explicit ? pageLinksAndMeta(c, deps.config.publicUrl, page, await countOrganizations(deps.db, filter)) : {};
+    return jsonApi(c, { data, included: included(rows, includeSet(c)), ...paging });
+  });
+
+  app.post('/organizations', async (c) => {
+    const p = requirePrincipal(c);
+    if (p.kind !== 'user') throw notFound('organizations can be created only with a user token, not a team or organization token');
+    const { attributes, relationships } = await readResource(c, 'organizations', createOrganizationSchema);
+    const org = await createOrganization(deps, p, attributes, poolFromRelationships(relationships));
+    const access = await orgAccess(deps.db, p, org.id);
+    return jsonApi(c, { data: serializeOrganization(org, await organizationView(deps, org, access)), included: [serializeEntitlementSet(org)] }, 201);
+  });
+
+  app.get('/organizations/:name', async (c) => {
+    const { org, access } = await visibleOrganization(deps, requirePrincipal(c), c.req.param('name'));
+    return jsonApi(c, { data: serializeOrganization(org, await organizationView(deps, org, access)), included: included([org], includeSet(c)) });
+  });
+
+  app.patch('/organizations/:name', async (c) => {
+    const p = requirePrincipal(c);
+    const { org, access } = await visibleOrganization(deps, p, c.req.param('name'));
+    if (!canAdministerOrganization(access)) throw notFound('only the owners of an organization may change its settings');
+    const { attributes, relationships } = await readResource(c, 'organizations', updateOrganizationSchema);
+    const updated = await updateOrganization(deps, p, org, access, attributes, poolFromRelationships(relationships));
+    return jsonApi(c, { data: serializeOrganization(updated, await organizationView(deps, updated, access)) });
+  });
+
+  app.delete('/organizations/:name', async (c) => {
+    const p = requirePrincipal(c);
+    const { org, access } = await visibleOrganization(deps, p, c.req.param('name'));
+    await destroyOrganization(deps, p, org, access);
+    return c.body(null, 204);
+  });
+
+  app.get('/organizations/:name/entitlement-set', async (c) => {
+    const { org } = await visibleOrganization(deps, requirePrincipal(c), c.req.param('name'));
+    return jsonApi(c, { data: serializeEntitlementSet(org) });
+  });
+
+  // ---- the organization token: one per organization, owners only ----
+
+  async function tokenOwner(c: Context<AppEnv>) {
+    const p = requirePrincipal(c);
+    const { org, access } = await visibleOrganization(deps, p, c.req.param('name')!);
+    if (!canAdministerOrganization(access)) throw notFound('only the owners of an organization may manage its token');
+    return { p, org };
+  }
+
+  app.get('/organizations/:name/authentication-token', async (c) => {
+    const { org } = await tokenOwner(c);
+    const row = await findOwnedToken(deps, { kind: 'organization', organizationId: org.id });
+    if (!row) throw notFound(`organization "${org.name}" has no organization token`);
+    return jsonApi(c, { data: serializeToken(row) });
+  });
+
+  app.post('/organizations/:name/authentication-token', async (c) => {
+    const { p, org } = await tokenOwner(c);
+    const opts = await readTokenOptions(c, deps.clock.now());
+    const { row, token } = await replaceToken(deps, p, { kind: 'organization', organizationId: org.id }, opts);
+    deps.logger.info({ actor: principalLabel(p), organization: org.id, token: row.id }, 'organization token created');
+    return jsonApi(c, { data: serializeToken(row, token) }, 201);
+  });
+
+  app.delete('/organizations/:name/authentication-token', async (c) => {
+    const { p, org } = await tokenOwner(c);
+    const row = await findOwnedToken(deps, { kind: 'organization', organizationId: org.id });
+    if (!row) throw notFound(`organization "${org.name}" has no organization token`);
+    await deps.db.deleteFrom('tokens').where('id', '=', row.id).execute();
+    deps.logger.info({ actor: principalLabel(p), organization: org.id, token: row.id }, 'organization token deleted');
+    return c.body(null, 204);
+  });
+
+  return app;
+}

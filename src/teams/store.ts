@@ -1,0 +1,51 @@
+import { sql, type SqlBool } from 'kysely';
+import type { Queryable } from '../db/index.js';
+import { containsInsensitive } from '../organizations/store.js';
+import type { TeamMember, TeamRow } from './serialize.js';
+
+export async function getTeam(db: Queryable, id: string): Promise<TeamRow | undefined> {
+  return db.selectFrom('teams').selectAll().where('id', '=', id).executeTakeFirst();
+}
+
+export interface TeamFilter {
+  organizationId: string;
+  /** Undefined: every team; otherwise organization-visible teams plus these (secret) ones. */
+  visibleSecretIds?: Set<string>;
+  q?: string;
+  names?: string[];
+}
+
+function filtered(db: Queryable, f: TeamFilter) {
+  let q = db.selectFrom('teams').where('organization_id', '=', f.organizationId);
+  if (f.visibleSecretIds) {
+    const ids = [...f.visibleSecretIds];
+    q = q.where((eb) => eb.or([eb('visibility', '=', 'organization'), ids.length ? eb('id', 'in', ids) : sql<SqlBool>`1 = 0`]));
+  }
+  if (f.q !== undefined) q = q.where(containsInsensitive('name', f.q));
+  if (f.names) q = q.where('name_lower', 'in', f.names.map((n) => n.toLowerCase()));
+  return q;
+}
+
+export async function listTeams(db: Queryable, f: TeamFilter, page: { limit: number; offset: number }) {
+  const base = filtered(db, f);
+  const { n } = await base.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+  const rows = await base.selectAll().orderBy('is_owners', 'desc').orderBy('name_lower').limit(page.limit).offset(page.offset).execute();
+  return { rows, total: Number(n) };
+}
+
+/** Members of the given teams with their organization membership ids, by team id. */
+export async function teamMembers(db: Queryable, teamIds: string[]): Promise<Map<string, TeamMember[]>> {
+  const out = new Map<string, TeamMember[]>(teamIds.map((id) => [id, []]));
+  if (teamIds.length === 0) return out;
+  const rows = await db
+    .selectFrom('team_members as tm')
+    .innerJoin('teams as t', 't.id', 'tm.team_id')
+    .innerJoin('organization_memberships as m', (j) => j.onRef('m.user_id', '=', 'tm.user_id').onRef('m.organization_id', '=', 't.organization_id'))
+    .innerJoin('users as u', 'u.id', 'tm.user_id')
+    .select(['tm.team_id', 'tm.user_id', 'm.id as membership_id'])
+    .where('tm.team_id', 'in', teamIds)
+    .orderBy('u.username_lower')
+    .execute();
+  for (const r of rows) out.get(r.team_id)?.push({ userId: r.user_id, membershipId: r.membership_id });
+  return out;
+}
