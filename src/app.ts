@@ -11,7 +11,10 @@ import { opsRoutes } from './ops/routes.js';
 import { membershipRoutes } from './organizations/membership-routes.js';
 import { organizationRelatedRoutes } from './organizations/related-routes.js';
 import { organizationRoutes } from './organizations/routes.js';
+import { registryApiRoutes, uploadRoutes } from './registry/api.js';
+import { archiveRoutes } from './registry/archive-url.js';
 import { discoveryRoutes } from './registry/discovery.js';
+import { protocolRoutes } from './registry/protocol.js';
 import { teamRoutes } from './teams/routes.js';
 
 /** Headers go-tfe and Terraform's cloud backend read from every /api/v2 response. */
@@ -71,6 +74,10 @@ export function createApp(deps: Deps): Hono<AppEnv> {
   app.route('/api/v2', organizationRelatedRoutes(deps));
   app.route('/api/v2', membershipRoutes(deps));
   app.route('/api/v2', teamRoutes(deps));
+  app.route('/api/v2', registryApiRoutes(deps));
+  app.route('/', protocolRoutes(deps));
+  app.route('/', archiveRoutes(deps));
+  app.route('/', uploadRoutes(deps));
 
   app.notFound((c) => {
     const detail = isRegistryPath(c.req.path)

@@ -11,6 +11,7 @@ import { migrate, openSqlite } from './db/index.js';
 import type { Deps } from './deps.js';
 import { ensureAdminToken } from './identity/bootstrap.js';
 import { createLogger, type Logger } from './logger.js';
+import { recoverRegistry } from './registry/recovery.js';
 import { Secrets } from './secrets.js';
 
 export interface RunningServer {
@@ -47,6 +48,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   const deps: Deps = { config: { ...config }, store, db: store.db, blobs, clock: opts.clock ?? systemClock, logger, secrets };
   const generatedAdminToken = await ensureAdminToken(deps);
   if (blobs instanceof FsBlobStore) await blobs.sweepTemp(0);
+  await recoverRegistry(deps);
   const app = createApp(deps);
 
   const server: ServerType = await new Promise((resolve, reject) => {

@@ -78,10 +78,48 @@ export interface JobsTable {
   created_at: string;
 }
 
+export interface RegistryModulesTable {
+  id: string;
+  organization_id: string;
+  name: string;
+  name_lower: string;
+  provider: string;
+  description: string;
+  versions_json: string;
+  latest_version: string | null;
+  created_at: string;
+  updated_at: string;
+}
 
 export type ModuleVersionStatus = 'pending' | 'uploading' | 'ok' | 'errored';
 
+export interface RegistryModuleVersionsTable {
+  id: string;
+  module_id: string;
+  version: string;
+  status: ModuleVersionStatus;
+  error: string | null;
+  description: string | null;
+  commit_sha: string | null;
+  blob_key: string | null;
+  size: number | null;
+  sha256: string | null;
+  upload_token_hash: string | null;
+  upload_expires_at: string | null;
+  created_at: string;
+  updated_at: string;
+  published_at: string | null;
+  /** JSON ModuleContents from inspection; null until inspected. */
+  contents: string | null;
+  /** JSON array of inspection warnings. */
+  warnings: string;
+}
 
+export interface RegistryModuleDownloadsTable {
+  module_id: string;
+  day: string;
+  count: number;
+}
 
 export interface AgentPoolsTable {
   id: string;
@@ -127,4 +165,7 @@ export interface Database {
   agent_pools: AgentPoolsTable;
   organization_module_producers: OrganizationModuleProducersTable;
   data_retention_policies: DataRetentionPoliciesTable;
+  registry_modules: RegistryModulesTable;
+  registry_module_versions: RegistryModuleVersionsTable;
+  registry_module_downloads: RegistryModuleDownloadsTable;
 }

@@ -1,0 +1,164 @@
+import { Readable } from 'node:stream';
+import { Hono, type Context } from 'hono';
+import { z } from 'zod';
+import type { Deps } from '../deps.js';
+import { requirePrincipal, type AppEnv } from '../http/auth.js';
+import { readResource } from '../http/body.js';
+import { notFound, unprocessable } from '../http/errors.js';
+import { jsonApi } from '../http/jsonapi.js';
+import { pageLinksAndMeta, parsePage } from '../http/pagination.js';
+import { queryParams } from '../http/query.js';
+import { getOrganizationByName, orgAccess } from '../organizations/access.js';
+import { canonicalPublishVersion } from './names.js';
+import { serializeModuleVersion, serializeRegistryModule } from './serialize.js';
+import {
+  createModule,
+  createVersion,
+  deleteModules,
+  deleteVersion,
+  manageableModule,
+  manageableOrganization,
+  receiveUpload,
+} from './service.js';
+import { findModule, findModulesByName, getVersion, listModules, listVersions } from './store.js';
+
+const createModuleSchema = z.object({
+  name: z.string().min(1, 'is required'),
+  provider: z.string().min(1, 'is required'),
+  'registry-name': z.literal('private', { message: 'only "private" modules can be published to Terrace' }).optional(),
+  'no-code': z.boolean().optional(),
+  description: z.string().max(2000).optional(),
+});
+
+const createVersionSchema = z.object({
+  version: z.string().min(1, 'is required'),
+  'commit-sha': z.string().max(100).nullable().optional(),
+  description: z.string().max(2000).nullable().optional(),
+});
+
+/** HCP Terraform's registry-modules API, so go-tfe, the tfe provider and scripts can publish. */
+export function registryApiRoutes(deps: Deps): Hono<AppEnv> {
+  const app = new Hono<AppEnv>();
+  const PRIVATE = '/organizations/:org/registry-modules/private/:namespace/:name';
+
+  app.post('/organizations/:org/registry-modules', async (c) => {
+    const p = requirePrincipal(c);
+    const org = await manageableOrganization(deps, p, c.req.param('org'));
+    const { attributes: a } = await readResource(c, 'registry-modules', createModuleSchema);
+    const m = await createModule(deps, p, org, a);
+    return jsonApi(c, { data: serializeRegistryModule(m, [], true) }, 201);
+  });
+
+  app.get('/organizations/:org/registry-modules', async (c) => {
+    const p = requirePrincipal(c);
+    const org = await getOrganizationByName(deps.db, c.req.param('org'));
+    const access = org ? await orgAccess(deps.db, p, org.id) : undefined;
+    if (!org || !access?.member) throw notFound();
+    const page = parsePage(c);
+    const q = queryParams(c);
+    const filter = {
+      organizationIds: [org.id],
+      nameContains: q.get('q') || q.get('search[name]') || undefined,
+      provider: q.get('filter[provider]') || undefined,
+      publishedOnly: false,
+      offset: page.offset,
+      limit: page.size,
+    };
+    const registryName = q.get('filter[registry_name]');
+    const { rows } = registryName && registryName !== 'private' ? { rows: [] } : await listModules(deps.db, filter);
+    const total = registryName && registryName !== 'private' ? 0 : await countMatching(filter);
+    const data = await Promise.all(rows.map(async (m) => serializeRegistryModule(m, await listVersions(deps.db, m.id), access.permissions['manage-modules'])));
+    return jsonApi(c, { data, ...pageLinksAndMeta(c, deps.config.publicUrl, page, total) });
+  });
+
+  async function countMatching(filter: Parameters<typeof listModules>[1]): Promise<number> {
+    // Counting by paging keeps one filter implementation; organizations hold few modules.
+    let n = 0;
+    for (let offset = 0; ; offset += 1000) {
+      const { rows, hasMore } = await listModules(deps.db, { ...filter, offset, limit: 1000 });
+      n += rows.length;
+      if (!hasMore) return n;
+    }
+  }
+
+  app.get(`${PRIVATE}/:provider`, async (c) => {
+    const p = requirePrincipal(c);
+    const { org: orgName, namespace, name, provider } = c.req.param();
+    const org = await getOrganizationByName(deps.db, orgName);
+    const access = org ? await orgAccess(deps.db, p, org.id) : undefined;
+    const m = org && access?.member && namespace.toLowerCase() === org.name_lower ? await findModule(deps.db, namespace, name, provider) : undefined;
+    if (!m || !access) throw notFound();
+    return jsonApi(c, { data: serializeRegistryModule(m, await listVersions(deps.db, m.id), access.permissions['manage-modules']) });
+  });
+
+  app.delete(PRIVATE, async (c) => {
+    const p = requirePrincipal(c);
+    const { org: orgName, namespace, name } = c.req.param();
+    const org = await manageableOrganization(deps, p, orgName);
+    const modules = namespace.toLowerCase() === org.name_lower ? await findModulesByName(deps.db, namespace, name) : [];
+    if (modules.length === 0) throw notFound(`no module ${namespace}/${name} in organization ${org.name}`);
+    await deleteModules(deps, p, modules);
+    return c.body(null, 204);
+  });
+
+  app.delete(`${PRIVATE}/:provider`, async (c) => {
+    const p = requirePrincipal(c);
+    const { org, namespace, name, provider } = c.req.param();
+    const { module } = await manageableModule(deps, p, org, namespace, name, provider);
+    await deleteModules(deps, p, [module]);
+    return c.body(null, 204);
+  });
+
+  app.post(`${PRIVATE}/:provider/versions`, async (c) => {
+    const p = requirePrincipal(c);
+    const { org, namespace, name, provider } = c.req.param();
+    const { module } = await manageableModule(deps, p, org, namespace, name, provider);
+    const { attributes: a } = await readResource(c, 'registry-module-versions', createVersionSchema);
+    const { version, uploadUrl } = await createVersion(deps, p, module, {
+      version: a.version,
+      description: a.description,
+      commitSha: a['commit-sha'],
+    });
+    return jsonApi(c, { data: serializeModuleVersion(module, version, uploadUrl) }, 201);
+  });
+
+  async function showVersion(c: Context<AppEnv>, raw: string | undefined) {
+    const p = requirePrincipal(c);
+    const { org: orgName, namespace, name, provider } = c.req.param() as Record<string, string>;
+    const org = await getOrganizationByName(deps.db, orgName!);
+    const access = org ? await orgAccess(deps.db, p, org.id) : undefined;
+    const m = org && access?.member && namespace!.toLowerCase() === org.name_lower ? await findModule(deps.db, namespace!, name!, provider!) : undefined;
+    if (!m) throw notFound();
+    if (!raw) throw unprocessable('the module_version query parameter is required');
+    const v = await getVersion(deps.db, m.id, canonicalPublishVersion(raw) ?? raw);
+    if (!v) throw notFound(`version ${raw} of ${m.namespace}/${m.name}/${m.provider} does not exist`);
+    return jsonApi(c, { data: serializeModuleVersion(m, v) });
+  }
+
+  // go-tfe reads a version as .../version?module_version=X; the path form is for people.
+  app.get(`${PRIVATE}/:provider/version`, (c) => showVersion(c, queryParams(c).get('module_version') ?? undefined));
+  app.get(`${PRIVATE}/:provider/versions/:version`, (c) => showVersion(c, c.req.param('version')));
+
+  app.delete(`${PRIVATE}/:provider/:version`, async (c) => {
+    const p = requirePrincipal(c);
+    const { org, namespace, name, provider, version } = c.req.param();
+    const { module } = await manageableModule(deps, p, org, namespace, name, provider);
+    await deleteVersion(deps, p, module, version);
+    return c.body(null, 204);
+  });
+
+  return app;
+}
+
+/** The one-time upload URL handed out in links.upload: no token, the URL is the capability. */
+export function uploadRoutes(deps: Deps): Hono<AppEnv> {
+  const app = new Hono<AppEnv>();
+  app.put('/uploads/modules/:token', async (c) => {
+    const raw = c.req.header('content-length');
+    const contentLength = raw !== undefined && /^\d+$/.test(raw) ? Number(raw) : null;
+    const body = c.req.raw.body ? Readable.fromWeb(c.req.raw.body as import('node:stream/web').ReadableStream) : Readable.from([]);
+    const version = await receiveUpload(deps, c.req.param('token'), body, contentLength);
+    return jsonApi(c, { data: { id: version.id, type: 'registry-module-versions', attributes: { status: version.status, version: version.version, size: version.size, sha256: version.sha256 } } });
+  });
+  return app;
+}

@@ -1,0 +1,102 @@
+import type { ResourceObject } from '../http/jsonapi.js';
+import { parseContents, type ModuleWithOrg, type VersionRow } from './store.js';
+
+function parseWarnings(v: VersionRow): string[] {
+  try {
+    return JSON.parse(v.warnings) as string[];
+  } catch {
+    return [];
+  }
+}
+
+/** The protocol's Module object (list, search, detail). */
+export function protocolModule(m: ModuleWithOrg, latest: VersionRow | undefined, downloads: number): Record<string, unknown> {
+  const version = latest?.version ?? m.latest_version ?? '';
+  return {
+    id: `${m.namespace}/${m.name}/${m.provider}/${version}`,
+    owner: '',
+    namespace: m.namespace,
+    name: m.name,
+    version,
+    provider: m.provider,
+    description: latest?.description || m.description,
+    source: '',
+    published_at: latest?.published_at ?? m.created_at,
+    downloads,
+    verified: false,
+  };
+}
+
+/** ModuleDetail: Module plus root, submodules, examples, providers and versions. */
+export function protocolModuleDetail(
+  m: ModuleWithOrg,
+  version: VersionRow,
+  downloads: number,
+  providers: string[],
+  versions: string[],
+): Record<string, unknown> {
+  return {
+    ...protocolModule(m, version, downloads),
+    ...parseContents(version),
+    providers,
+    versions,
+  };
+}
+
+const moduleLink = (m: ModuleWithOrg) => `/api/v2/organizations/${encodeURIComponent(m.namespace)}/registry-modules/private/${encodeURIComponent(m.namespace)}/${encodeURIComponent(m.name)}/${m.provider}`;
+
+/** HCP's registry-modules resource, as go-tfe decodes it. */
+export function serializeRegistryModule(m: ModuleWithOrg, versions: VersionRow[], canManage: boolean): ResourceObject {
+  const hasOk = versions.some((v) => v.status === 'ok');
+  return {
+    id: m.id,
+    type: 'registry-modules',
+    attributes: {
+      name: m.name,
+      namespace: m.namespace,
+      provider: m.provider,
+      'registry-name': 'private',
+      status: hasOk ? 'setup_complete' : 'pending',
+      'version-statuses': versions.map((v) => ({ version: v.version, status: v.status, error: v.error ?? '' })),
+      'created-at': m.created_at,
+      'updated-at': m.updated_at,
+      'publishing-mechanism': 'api',
+      'no-code': false,
+      'test-config': null,
+      'vcs-repo': null,
+      permissions: { 'can-delete': canManage, 'can-resync': false, 'can-retry': false },
+    },
+    relationships: {
+      organization: { data: { type: 'organizations', id: m.namespace } },
+    },
+    links: { self: moduleLink(m) },
+  };
+}
+
+export function serializeModuleVersion(m: ModuleWithOrg, v: VersionRow, uploadUrl?: string): ResourceObject {
+  const links: Record<string, string> = {};
+  if (uploadUrl) links.upload = uploadUrl;
+  return {
+    id: v.id,
+    type: 'registry-module-versions',
+    attributes: {
+      source: 'tfe-api',
+      status: v.status,
+      version: v.version,
+      error: v.error,
+      'commit-sha': v.commit_sha,
+      description: v.description,
+      size: v.size,
+      sha256: v.sha256,
+      'created-at': v.created_at,
+      'updated-at': v.updated_at,
+      'published-at': v.published_at,
+      ...(v.status === 'ok' ? parseContents(v) : {}),
+      warnings: parseWarnings(v),
+    },
+    relationships: {
+      'registry-module': { data: { type: 'registry-modules', id: m.id } },
+    },
+    links,
+  };
+}

@@ -1,0 +1,294 @@
+import type { Readable } from 'node:stream';
+import { BlobTooLargeError } from '../blobs/types.js';
+import { rfc3339 } from '../clock.js';
+import { inTransaction, isUniqueViolation } from '../db/index.js';
+import type { Deps } from '../deps.js';
+import { ApiError, conflict, notFound, payloadTooLarge, unprocessable } from '../http/errors.js';
+import { principalLabel } from '../identity/routes.js';
+import type { Principal } from '../identity/principal.js';
+import { generateToken, hashToken } from '../identity/tokens.js';
+import { newId } from '../ids.js';
+import { getOrganizationByName, type OrganizationRow } from '../organizations/access.js';
+import { canManageModules } from './access.js';
+import { ArchiveError, validateArchive } from './archive.js';
+import { inspectFiles, wantedForInspection } from './inspect/index.js';
+import { canonicalPublishVersion, MODULE_NAME_RE, PROVIDER_RE } from './names.js';
+import { findModule, getVersion, refreshModuleCache, type ModuleWithOrg, type VersionRow } from './store.js';
+
+/** Inspection reads at most this much of one .tf or README file, and of all of them together. */
+const MAX_INSPECTED_FILE_BYTES = 1024 * 1024;
+const MAX_INSPECTED_TOTAL_BYTES = 16 * 1024 * 1024;
+const MAX_WARNINGS = 100;
+
+/** The organization, if the caller may manage its modules; 404 otherwise. */
+export async function manageableOrganization(deps: Deps, p: Principal, orgName: string): Promise<OrganizationRow> {
+  const org = await getOrganizationByName(deps.db, orgName);
+  if (!org || !(await canManageModules(deps, p, org.id))) throw notFound();
+  return org;
+}
+
+/** The module at private/<namespace>/<name>/<provider> of an organization the caller manages. */
+export async function manageableModule(
+  deps: Deps,
+  p: Principal,
+  orgName: string,
+  namespace: string,
+  name: string,
+  provider: string,
+): Promise<{ org: OrganizationRow; module: ModuleWithOrg }> {
+  const org = await manageableOrganization(deps, p, orgName);
+  const module = namespace.toLowerCase() === org.name_lower ? await findModule(deps.db, namespace, name, provider) : undefined;
+  if (!module) throw notFound(`no module ${namespace}/${name}/${provider} in organization ${org.name}`);
+  return { org, module };
+}
+
+export function blobKeyFor(module: { organization_id: string; id: string }, versionId: string): string {
+  return `modules/${module.organization_id}/${module.id}/${versionId}.tar.gz`;
+}
+
+export async function createModule(
+  deps: Deps,
+  p: Principal,
+  org: OrganizationRow,
+  input: { name: string; provider: string; description?: string },
+): Promise<ModuleWithOrg> {
+  if (!MODULE_NAME_RE.test(input.name)) {
+    throw unprocessable(
+      `name "${input.name}" is invalid: use 1-64 letters, digits, "-" or "_", starting and ending with a letter or digit`,
+      '/data/attributes/name',
+    );
+  }
+  if (!PROVIDER_RE.test(input.provider)) {
+    throw unprocessable(
+      `provider "${input.provider}" is invalid: use 1-64 lower-case letters and digits (Terraform cannot address anything else)`,
+      '/data/attributes/provider',
+    );
+  }
+  const now = rfc3339(deps.clock.now());
+  const row = {
+    id: newId('mod'),
+    organization_id: org.id,
+    name: input.name,
+    name_lower: input.name.toLowerCase(),
+    provider: input.provider,
+    description: input.description ?? '',
+    versions_json: '[]',
+    latest_version: null,
+    created_at: now,
+    updated_at: now,
+  };
+  try {
+    await deps.db.insertInto('registry_modules').values(row).execute();
+  } catch (err) {
+    if (isUniqueViolation(err)) {
+      throw unprocessable(`module ${org.name}/${input.name}/${input.provider} already exists`, '/data/attributes/name');
+    }
+    throw err;
+  }
+  deps.logger.info({ actor: principalLabel(p), module: row.id, org: org.id }, 'registry module created');
+  return { ...row, namespace: org.name };
+}
+
+/**
+ * Creates a pending version and a one-time, expiring upload URL for its tarball. A version that
+ * exists and errored is replaced; any other existing version is refused.
+ */
+export async function createVersion(
+  deps: Deps,
+  p: Principal,
+  module: ModuleWithOrg,
+  input: { version: string; description?: string | null; commitSha?: string | null },
+): Promise<{ version: VersionRow; uploadUrl: string }> {
+  const canonical = canonicalPublishVersion(input.version);
+  if (!canonical) {
+    throw unprocessable(`version "${input.version}" is not valid semantic versioning (for example 1.2.0 or v1.2.0-rc.1)`, '/data/attributes/version');
+  }
+  const now = deps.clock.now();
+  const token = generateToken();
+  const row: VersionRow = {
+    id: newId('modver'),
+    module_id: module.id,
+    version: canonical,
+    status: 'pending',
+    error: null,
+    description: input.description ?? null,
+    commit_sha: input.commitSha ?? null,
+    blob_key: null,
+    size: null,
+    sha256: null,
+    upload_token_hash: hashToken(token),
+    upload_expires_at: rfc3339(now.getTime() + deps.config.uploadUrlTtlSeconds * 1000),
+    created_at: rfc3339(now),
+    updated_at: rfc3339(now),
+    published_at: null,
+    contents: null,
+    warnings: '[]',
+  };
+  const replaced = await inTransaction(deps.db, async (tx) => {
+    const existing = await getVersion(tx, module.id, canonical);
+    if (existing && existing.status !== 'errored') {
+      throw unprocessable(
+        `version ${canonical} of ${module.namespace}/${module.name}/${module.provider} already exists (status ${existing.status}); publish a new version instead`,
+        '/data/attributes/version',
+      );
+    }
+    if (existing) await tx.deleteFrom('registry_module_versions').where('id', '=', existing.id).execute();
+    await tx.insertInto('registry_module_versions').values(row).execute();
+    return existing;
+  });
+  if (replaced?.blob_key) await deps.blobs.delete(replaced.blob_key);
+  deps.logger.info({ actor: principalLabel(p), module: module.id, version: canonical }, 'registry module version created');
+  return { version: row, uploadUrl: `${deps.config.publicUrl}/uploads/modules/${token}` };
+}
+
+/**
+ * Takes a tarball for the version behind an upload token: streams it to the blob store, checks
+ * it, then publishes it in one transaction. Any failure removes the blob, so no half-published
+ * version or orphaned blob remains.
+ */
+export async function receiveUpload(deps: Deps, token: string, body: Readable, contentLength: number | null): Promise<VersionRow> {
+  const now = rfc3339(deps.clock.now());
+  const invalid = () => notFound('this upload URL is invalid, has expired, or was already used');
+  const claimed = await inTransaction(deps.db, async (tx) => {
+    const row = await tx
+      .selectFrom('registry_module_versions')
+      .selectAll()
+      .where('upload_token_hash', '=', hashToken(token))
+      .executeTakeFirst();
+    if (!row || row.status !== 'pending' || !row.upload_expires_at || row.upload_expires_at <= now) return null;
+    const module = await tx.selectFrom('registry_modules').select(['id', 'organization_id']).where('id', '=', row.module_id).executeTakeFirstOrThrow();
+    const blobKey = blobKeyFor(module, row.id);
+    // The claim makes the URL single-use: a second PUT finds the row no longer pending.
+    await tx.updateTable('registry_module_versions').set({ status: 'uploading', blob_key: blobKey, updated_at: now }).where('id', '=', row.id).execute();
+    return { ...row, blob_key: blobKey };
+  });
+  if (!claimed) throw invalid();
+  const blobKey = claimed.blob_key;
+  const max = deps.config.maxArchiveBytes;
+
+  const fail = async (status: 'pending' | 'errored', reason: string | null, err: ApiError): Promise<never> => {
+    await deps.blobs.delete(blobKey).catch((e) => deps.logger.warn({ err: e, blobKey }, 'could not remove a failed upload'));
+    await deps.db
+      .updateTable('registry_module_versions')
+      .set({ status, error: reason, blob_key: null, updated_at: rfc3339(deps.clock.now()) })
+      .where('id', '=', claimed.id)
+      .execute();
+    throw err;
+  };
+
+  if (contentLength !== null && contentLength > max) {
+    body.resume();
+    const msg = `the archive is ${contentLength} bytes, over the limit of ${max} bytes (TERRACE_MAX_ARCHIVE_BYTES)`;
+    return fail('errored', msg, payloadTooLarge(msg));
+  }
+  let put;
+  try {
+    put = await deps.blobs.put(blobKey, body, { maxBytes: max, contentType: 'application/gzip' });
+  } catch (err) {
+    if (err instanceof BlobTooLargeError) {
+      const msg = `the archive is over the limit of ${max} bytes (TERRACE_MAX_ARCHIVE_BYTES)`;
+      return fail('errored', msg, payloadTooLarge(msg));
+    }
+    // The client went away or the store failed: the URL stays usable until it expires.
+    deps.logger.warn({ err, version: claimed.id }, 'module upload interrupted');
+    return fail('pending', null, new ApiError(400, 'upload interrupted', 'the upload did not complete; retry the PUT'));
+  }
+  if (contentLength !== null && put.size !== contentLength) {
+    return fail('pending', null, new ApiError(400, 'upload interrupted', `received ${put.size} of ${contentLength} bytes; retry the PUT`));
+  }
+
+  // One pass over the stored archive both validates it and collects what inspection reads.
+  const collected = new Map<string, Buffer>();
+  let collectedBytes = 0;
+  const warnings: string[] = [];
+  try {
+    const report = await validateArchive(await deps.blobs.get(blobKey), {
+      maxEntries: deps.config.maxArchiveEntries,
+      maxUnpackedBytes: deps.config.maxArchiveUnpackedBytes,
+      maxCollectBytes: MAX_INSPECTED_FILE_BYTES,
+      wantFile: (path, size) => wantedForInspection(path) && size <= MAX_INSPECTED_FILE_BYTES,
+      onFile: (path, content) => {
+        if (collectedBytes + content.length > MAX_INSPECTED_TOTAL_BYTES) {
+          warnings.push(`${path} was not read: the module's files exceed ${MAX_INSPECTED_TOTAL_BYTES} bytes in all`);
+          return;
+        }
+        collectedBytes += content.length;
+        collected.set(path, content);
+      },
+    });
+    warnings.push(...report.warnings);
+    for (const f of report.files) {
+      if (f.type === 'file' && wantedForInspection(f.path) && f.size > MAX_INSPECTED_FILE_BYTES) {
+        warnings.push(`${f.path} was not read: it is ${f.size} bytes, over the ${MAX_INSPECTED_FILE_BYTES}-byte limit for one file`);
+      }
+    }
+  } catch (err) {
+    if (err instanceof ArchiveError) return fail('errored', err.message, unprocessable(err.message));
+    throw err;
+  }
+  const inspected = await inspectFiles(collected, { timeoutMs: deps.config.inspectTimeoutMs, maxHeapMb: deps.config.inspectMaxHeapMb }, warnings);
+  if (inspected.warnings.length) deps.logger.warn({ version: claimed.id, warnings: inspected.warnings.slice(0, 20) }, 'module inspection warnings');
+
+  const published = rfc3339(deps.clock.now());
+  const done = await inTransaction(deps.db, async (tx) => {
+    const res = await tx
+      .updateTable('registry_module_versions')
+      .set({
+        status: 'ok',
+        error: null,
+        size: put.size,
+        sha256: put.sha256,
+        upload_token_hash: null,
+        published_at: published,
+        updated_at: published,
+        contents: JSON.stringify(inspected.contents),
+        warnings: JSON.stringify([...new Set(inspected.warnings)].slice(0, MAX_WARNINGS)),
+        description: claimed.description || inspected.summary || null,
+      })
+      .where('id', '=', claimed.id)
+      .where('status', '=', 'uploading')
+      .executeTakeFirst();
+    if (Number(res.numUpdatedRows) !== 1) return false;
+    await refreshModuleCache(tx, claimed.module_id, published);
+    return true;
+  });
+  if (!done) {
+    // The version was deleted while its bytes were arriving.
+    await deps.blobs.delete(blobKey);
+    throw conflict('the version was deleted during the upload');
+  }
+  deps.logger.info({ version: claimed.id, size: put.size, sha256: put.sha256 }, 'registry module version published');
+  return { ...claimed, status: 'ok', size: put.size, sha256: put.sha256, published_at: published };
+}
+
+/** Deletes versions' rows in one transaction, then their blobs. */
+async function deleteRowsThenBlobs(deps: Deps, fn: (tx: Parameters<Parameters<typeof inTransaction>[1]>[0]) => Promise<string[]>): Promise<void> {
+  const keys = await inTransaction(deps.db, fn);
+  for (const key of keys) {
+    await deps.blobs.delete(key).catch((err) => deps.logger.warn({ err, key }, 'blob left behind; the orphan sweep will remove it'));
+  }
+}
+
+export async function deleteVersion(deps: Deps, p: Principal, module: ModuleWithOrg, version: string): Promise<void> {
+  const canonical = canonicalPublishVersion(version) ?? version;
+  await deleteRowsThenBlobs(deps, async (tx) => {
+    const row = await getVersion(tx, module.id, canonical);
+    if (!row) throw notFound(`version ${version} of ${module.namespace}/${module.name}/${module.provider} does not exist`);
+    await tx.deleteFrom('registry_module_versions').where('id', '=', row.id).execute();
+    await refreshModuleCache(tx, module.id, rfc3339(deps.clock.now()));
+    return row.blob_key ? [row.blob_key] : [];
+  });
+  deps.logger.info({ actor: principalLabel(p), module: module.id, version: canonical }, 'registry module version deleted');
+}
+
+export async function deleteModules(deps: Deps, p: Principal, modules: ModuleWithOrg[]): Promise<void> {
+  await deleteRowsThenBlobs(deps, async (tx) => {
+    const ids = modules.map((m) => m.id);
+    if (ids.length === 0) return [];
+    const keys = await tx.selectFrom('registry_module_versions').select('blob_key').where('module_id', 'in', ids).execute();
+    await tx.deleteFrom('registry_modules').where('id', 'in', ids).execute();
+    return keys.map((k) => k.blob_key).filter((k): k is string => k !== null);
+  });
+  for (const m of modules) deps.logger.info({ actor: principalLabel(p), module: m.id }, 'registry module deleted');
+}
+

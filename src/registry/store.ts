@@ -1,0 +1,237 @@
+import { sql } from 'kysely';
+import type { Queryable } from '../db/index.js';
+import type { RegistryModulesTable, RegistryModuleVersionsTable } from '../db/schema.js';
+import { emptyContents, type ModuleContents } from './inspect/index.js';
+import type { ModuleInfo } from './inspect/model.js';
+import { latestOf, sortVersionsDesc } from './names.js';
+
+export type ModuleRow = RegistryModulesTable;
+export type VersionRow = RegistryModuleVersionsTable;
+export type ModuleWithOrg = ModuleRow & { namespace: string };
+
+const moduleColumns = [
+  'registry_modules.id',
+  'registry_modules.organization_id',
+  'registry_modules.name',
+  'registry_modules.name_lower',
+  'registry_modules.provider',
+  'registry_modules.description',
+  'registry_modules.versions_json',
+  'registry_modules.latest_version',
+  'registry_modules.created_at',
+  'registry_modules.updated_at',
+  'organizations.name as namespace',
+] as const;
+
+function modulesWithOrg(db: Queryable) {
+  return db.selectFrom('registry_modules').innerJoin('organizations', 'organizations.id', 'registry_modules.organization_id');
+}
+
+/** Namespace and name match case-insensitively; the provider is always lower case. */
+export async function findModule(db: Queryable, namespace: string, name: string, provider: string): Promise<ModuleWithOrg | undefined> {
+  return modulesWithOrg(db)
+    .select(moduleColumns)
+    .where('organizations.name_lower', '=', namespace.toLowerCase())
+    .where('registry_modules.name_lower', '=', name.toLowerCase())
+    .where('registry_modules.provider', '=', provider)
+    .executeTakeFirst();
+}
+
+export async function findModulesByName(db: Queryable, namespace: string, name: string): Promise<ModuleWithOrg[]> {
+  return modulesWithOrg(db)
+    .select(moduleColumns)
+    .where('organizations.name_lower', '=', namespace.toLowerCase())
+    .where('registry_modules.name_lower', '=', name.toLowerCase())
+    .orderBy('registry_modules.provider')
+    .execute();
+}
+
+/**
+ * The search syntax: words (letters and digits) separated by anything else; every word must
+ * match, each as a prefix, in any indexed field. Quotes, operators and punctuation are separators,
+ * so no input can make the query fail. Returns null when q has no words.
+ */
+export function ftsQuery(q: string): string | null {
+  const words = q.toLowerCase().match(/[\p{L}\p{N}]+/gu);
+  if (!words) return null;
+  return words.slice(0, 16).map((w) => `"${w}"*`).join(' ');
+}
+
+export interface ModuleListFilter {
+  /** Organizations whose modules the caller may read; 'all' for no restriction. */
+  organizationIds: string[] | 'all';
+  organizationId?: string;
+  namespace?: string;
+  name?: string;
+  provider?: string;
+  /** Case-insensitive substring of the module name (the HCP API's q). */
+  nameContains?: string;
+  /** Ranked full-text search (see ftsQuery); results come best first. */
+  q?: string;
+  /** Only modules with at least one published version. */
+  publishedOnly: boolean;
+  offset: number;
+  limit: number;
+}
+
+/** A page of modules plus whether more exist (fetches limit + 1). */
+export async function listModules(db: Queryable, f: ModuleListFilter): Promise<{ rows: ModuleWithOrg[]; hasMore: boolean; total?: number }> {
+  if (f.organizationIds !== 'all' && f.organizationIds.length === 0) return { rows: [], hasMore: false };
+  let qb = modulesWithOrg(db).select(moduleColumns);
+  if (f.organizationIds !== 'all') qb = qb.where('registry_modules.organization_id', 'in', f.organizationIds);
+  if (f.organizationId) qb = qb.where('registry_modules.organization_id', '=', f.organizationId);
+  if (f.namespace) qb = qb.where('organizations.name_lower', '=', f.namespace.toLowerCase());
+  if (f.name) qb = qb.where('registry_modules.name_lower', '=', f.name.toLowerCase());
+  if (f.provider) qb = qb.where('registry_modules.provider', '=', f.provider.toLowerCase());
+  if (f.nameContains) {
+    const like = `%${f.nameContains.toLowerCase().replace(/[\\%_]/g, (ch) => `\\${ch}`)}%`;
+    qb = qb.where(sql<boolean>`registry_modules.name_lower like ${like} escape '\\'`);
+  }
+  if (f.publishedOnly) qb = qb.where('registry_modules.latest_version', 'is not', null);
+  if (f.q !== undefined) {
+    const match = ftsQuery(f.q);
+    if (!match) return { rows: [], hasMore: false };
+    // Column weights: namespace, name, provider, description, readme, input/output names.
+    qb = qb
+      .innerJoin(
+        sql<{ search_rowid: number; rank: number }>`(select rowid as search_rowid, bm25(registry_search, 3.0, 10.0, 4.0, 2.0, 0.5, 1.0) as rank from registry_search where registry_search match ${match})`.as('s'),
+        (join) => join.on(sql`s.search_rowid`, '=', sql`registry_modules.rowid`),
+      )
+      .orderBy(sql`registry_modules.name_lower = ${f.q.trim().toLowerCase()}`, 'desc')
+      .orderBy(sql`s.rank`) as unknown as typeof qb;
+  }
+  const rows = await qb
+    .orderBy('organizations.name_lower')
+    .orderBy('registry_modules.name_lower')
+    .orderBy('registry_modules.provider')
+    .limit(f.limit + 1)
+    .offset(f.offset)
+    .execute();
+  return { rows: rows.slice(0, f.limit), hasMore: rows.length > f.limit };
+}
+
+export async function countModules(db: Queryable, organizationId: string): Promise<number> {
+  const r = await db
+    .selectFrom('registry_modules')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .where('organization_id', '=', organizationId)
+    .executeTakeFirstOrThrow();
+  return Number(r.n);
+}
+
+export async function getVersion(db: Queryable, moduleId: string, version: string): Promise<VersionRow | undefined> {
+  return db.selectFrom('registry_module_versions').selectAll().where('module_id', '=', moduleId).where('version', '=', version).executeTakeFirst();
+}
+
+export async function listVersions(db: Queryable, moduleId: string, status?: VersionRow['status']): Promise<VersionRow[]> {
+  let qb = db.selectFrom('registry_module_versions').selectAll().where('module_id', '=', moduleId);
+  if (status) qb = qb.where('status', '=', status);
+  return qb.execute();
+}
+
+/** Versions of many modules at once, keyed by module id (for detail and list rendering). */
+export async function latestVersionRows(db: Queryable, modules: ModuleRow[]): Promise<Map<string, VersionRow>> {
+  const wanted = modules.filter((m) => m.latest_version !== null);
+  if (wanted.length === 0) return new Map();
+  const rows = await db
+    .selectFrom('registry_module_versions')
+    .selectAll()
+    .where((eb) => eb.or(wanted.map((m) => eb.and([eb('module_id', '=', m.id), eb('version', '=', m.latest_version!)]))))
+    .execute();
+  return new Map(rows.map((r) => [r.module_id, r]));
+}
+
+export function parseContents(v: Pick<VersionRow, 'contents'>): ModuleContents {
+  if (!v.contents) return emptyContents();
+  try {
+    return JSON.parse(v.contents) as ModuleContents;
+  } catch {
+    return emptyContents();
+  }
+}
+
+const providerRefs = (m: ModuleInfo) => m.provider_dependencies.map((p) => ({ name: p.name, namespace: p.namespace, source: p.source, version: p.version }));
+const moduleRefs = (m: ModuleInfo) => m.dependencies.map((d) => ({ name: d.name, source: d.source, version: d.version }));
+
+/** One element of the protocol's /versions array. */
+function versionEntry(v: VersionRow) {
+  const c = parseContents(v);
+  return {
+    version: v.version,
+    root: { providers: providerRefs(c.root), dependencies: moduleRefs(c.root) },
+    submodules: c.submodules.map((s) => ({ path: s.path, providers: providerRefs(s), dependencies: moduleRefs(s) })),
+  };
+}
+
+/**
+ * Re-renders the module's cached /versions array, latest version, description and search entry
+ * from its published versions. Call inside the transaction that changes a version's status.
+ */
+export async function refreshModuleCache(db: Queryable, moduleId: string, now: string): Promise<void> {
+  const ok = await listVersions(db, moduleId, 'ok');
+  const byVersion = new Map(ok.map((v) => [v.version, v]));
+  const ordered = sortVersionsDesc(ok.map((v) => v.version)).map((v) => byVersion.get(v)!);
+  const latest = latestOf(ordered.map((v) => v.version));
+  const latestRow = latest ? byVersion.get(latest) : undefined;
+  const module = await db
+    .updateTable('registry_modules')
+    .set({
+      versions_json: JSON.stringify(ordered.map(versionEntry)),
+      latest_version: latest,
+      ...(latestRow?.description ? { description: latestRow.description } : {}),
+      updated_at: now,
+    })
+    .where('id', '=', moduleId)
+    .returning(['name', 'provider', 'description', 'organization_id'])
+    .executeTakeFirst();
+  await sql`delete from registry_search where rowid = (select rowid from registry_modules where id = ${moduleId})`.execute(db);
+  if (!module || !latestRow) return;
+  const c = parseContents(latestRow);
+  const names = [c.root, ...c.submodules].flatMap((m) => [...m.inputs.map((i) => i.name), ...m.outputs.map((o) => o.name)]);
+  await sql`insert into registry_search (rowid, namespace, name, provider, description, readme, interface)
+    select m.rowid, o.name, ${module.name}, ${module.provider}, ${module.description}, ${c.root.readme}, ${names.join(' ')}
+    from registry_modules m join organizations o on o.id = m.organization_id where m.id = ${moduleId}`.execute(db);
+}
+
+/** Counts one download atomically in today's bucket. */
+export async function recordDownload(db: Queryable, moduleId: string, day: string): Promise<void> {
+  await db
+    .insertInto('registry_module_downloads')
+    .values({ module_id: moduleId, day, count: 1 })
+    .onConflict((oc) => oc.columns(['module_id', 'day']).doUpdateSet({ count: sql`registry_module_downloads.count + 1` }))
+    .execute();
+}
+
+export interface DownloadSummary {
+  week: number;
+  month: number;
+  year: number;
+  total: number;
+}
+
+/** Sums over the last 7, 30 and 365 UTC days, today included. */
+export async function downloadSummary(db: Queryable, moduleId: string, today: Date): Promise<DownloadSummary> {
+  const dayAgo = (n: number) => new Date(today.getTime() - n * 86_400_000).toISOString().slice(0, 10);
+  const r = await db
+    .selectFrom('registry_module_downloads')
+    .select([
+      sql<number>`coalesce(sum(case when day > ${dayAgo(7)} then count else 0 end), 0)`.as('week'),
+      sql<number>`coalesce(sum(case when day > ${dayAgo(30)} then count else 0 end), 0)`.as('month'),
+      sql<number>`coalesce(sum(case when day > ${dayAgo(365)} then count else 0 end), 0)`.as('year'),
+      sql<number>`coalesce(sum(count), 0)`.as('total'),
+    ])
+    .where('module_id', '=', moduleId)
+    .executeTakeFirstOrThrow();
+  return { week: Number(r.week), month: Number(r.month), year: Number(r.year), total: Number(r.total) };
+}
+
+export async function totalDownloads(db: Queryable, moduleIds: string[]): Promise<Map<string, number>> {
+  if (moduleIds.length === 0) return new Map();
+  const rows = await db
+    .selectFrom('registry_module_downloads')
+    .select(['module_id', sql<number>`sum(count)`.as('n')])
+    .where('module_id', 'in', moduleIds)
+    .groupBy('module_id')
+    .execute();
+  return new Map(rows.map((r) => [r.module_id, Number(r.n)]));
+}
