@@ -23,13 +23,23 @@ export async function recoverRegistry(deps: Deps): Promise<{ resetUploads: numbe
       .execute();
   }
   let orphansRemoved = 0;
-  for await (const blob of deps.blobs.list('modules/')) {
-    const ref = await deps.db.selectFrom('registry_module_versions').select('id').where('blob_key', '=', blob.key).executeTakeFirst();
-    if (!ref) {
-      await deps.blobs.delete(blob.key);
+  let batch: string[] = [];
+  const sweep = async () => {
+    const referenced = new Set(
+      (await deps.db.selectFrom('registry_module_versions').select('blob_key').where('blob_key', 'in', batch).execute()).map((r) => r.blob_key),
+    );
+    for (const key of batch) {
+      if (referenced.has(key)) continue;
+      await deps.blobs.delete(key);
       orphansRemoved++;
     }
+    batch = [];
+  };
+  for await (const blob of deps.blobs.list('modules/')) {
+    batch.push(blob.key);
+    if (batch.length === 500) await sweep();
   }
+  if (batch.length) await sweep();
   if (stuck.length || orphansRemoved) {
     deps.logger.warn({ resetUploads: stuck.length, orphansRemoved }, 'recovered interrupted module uploads');
   }
