@@ -3,6 +3,7 @@ import * as m0001 from './0001_foundation.js';
 import * as m0002 from './0002_organizations.js';
 import * as m0003 from './0003_registry.js';
 import * as m0004 from './0004_module_contents.js';
+import * as m0005 from './0005_workspaces_state.js';
 
 /** Forward-only, applied in key order at start. Never edit a migration that has shipped: add one. */
 export const migrations: Record<string, Migration> = {
@@ -10,4 +11,5 @@ export const migrations: Record<string, Migration> = {
   '0002_organizations': m0002,
   '0003_registry': m0003,
   '0004_module_contents': m0004,
+  '0005_workspaces_state': m0005,
 };

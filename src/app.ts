@@ -15,7 +15,9 @@ import { registryApiRoutes, uploadRoutes } from './registry/api.js';
 import { archiveRoutes } from './registry/archive-url.js';
 import { discoveryRoutes } from './registry/discovery.js';
 import { protocolRoutes } from './registry/protocol.js';
+import { isStateVersionCreate, stateFileRoutes, stateRoutes } from './state/routes.js';
 import { teamRoutes } from './teams/routes.js';
+import { workspaceRoutes } from './workspaces/routes.js';
 
 /** Headers go-tfe and Terraform's cloud backend read from every /api/v2 response. */
 const TFE_HEADERS: Record<string, string> = {
@@ -26,7 +28,7 @@ const TFE_HEADERS: Record<string, string> = {
 
 /** Capability URLs carry secrets in their path: log them without it. */
 function loggablePath(path: string): string {
-  return path.replace(/^(\/(?:archives|uploads)\/[^/]+\/)[^/]+/, '$1[redacted]');
+  return path.replace(/^(\/(?:archives|uploads|state-files)\/[^/]+\/)[^/]+/, '$1[redacted]');
 }
 
 export function createApp(deps: Deps): Hono<AppEnv> {
@@ -53,15 +55,14 @@ export function createApp(deps: Deps): Hono<AppEnv> {
     await next();
     for (const [k, v] of Object.entries(TFE_HEADERS)) c.header(k, v);
   });
-  app.use(
-    '/api/*',
-    bodyLimit({
-      maxSize: deps.config.maxJsonBodyBytes,
-      onError: () => {
-        throw payloadTooLarge(`the request body exceeds the limit of ${deps.config.maxJsonBodyBytes} bytes`);
-      },
-    }),
-  );
+  const jsonBodyLimit = bodyLimit({
+    maxSize: deps.config.maxJsonBodyBytes,
+    onError: () => {
+      throw payloadTooLarge(`the request body exceeds the limit of ${deps.config.maxJsonBodyBytes} bytes`);
+    },
+  });
+  // State version creation carries whole state files and applies its own limit (state/routes.ts).
+  app.use('/api/*', (c, next) => (isStateVersionCreate(c.req.method, c.req.path) ? next() : jsonBodyLimit(c, next)));
   app.use('/api/*', authenticate(deps));
   app.use('/v1/*', authenticate(deps));
   app.use('/v2/*', authenticate(deps));
@@ -75,9 +76,12 @@ export function createApp(deps: Deps): Hono<AppEnv> {
   app.route('/api/v2', membershipRoutes(deps));
   app.route('/api/v2', teamRoutes(deps));
   app.route('/api/v2', registryApiRoutes(deps));
+  app.route('/api/v2', workspaceRoutes(deps));
+  app.route('/api/v2', stateRoutes(deps));
   app.route('/', protocolRoutes(deps));
   app.route('/', archiveRoutes(deps));
   app.route('/', uploadRoutes(deps));
+  app.route('/', stateFileRoutes(deps));
 
   app.notFound((c) => {
     const detail = isRegistryPath(c.req.path)

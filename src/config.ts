@@ -38,6 +38,10 @@ export interface Config {
   shutdownTimeoutMs: number;
   /** Installation default data retention (delete data older than N days); undefined = none. */
   dataRetentionDays: number | undefined;
+  /** Run background jobs (state processing, upload expiry) in this process. */
+  jobsEnabled: boolean;
+  /** Largest state file (and JSON state) accepted, decoded. */
+  maxStateBytes: number;
 }
 
 export class ConfigError extends Error {
@@ -165,5 +169,7 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): Config 
     shutdownTimeoutMs: int(env, 'TERRACE_SHUTDOWN_TIMEOUT_MS', 10_000, 0, 600_000),
     dataRetentionDays:
       str(env, 'TERRACE_DATA_RETENTION_DAYS') === undefined ? undefined : int(env, 'TERRACE_DATA_RETENTION_DAYS', 0, 1, 36_500),
+    jobsEnabled: bool(env, 'TERRACE_JOBS', true),
+    maxStateBytes: int(env, 'TERRACE_MAX_STATE_BYTES', 64 * MiB, 1024, 4096 * MiB),
   };
 }

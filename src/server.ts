@@ -10,6 +10,8 @@ import type { Config } from './config.js';
 import { migrate, openSqlite } from './db/index.js';
 import type { Deps } from './deps.js';
 import { ensureAdminToken } from './identity/bootstrap.js';
+import { jobHandlers } from './jobs/handlers.js';
+import { JobRunner } from './jobs/runner.js';
 import { createLogger, type Logger } from './logger.js';
 import { recoverRegistry } from './registry/recovery.js';
 import { Secrets } from './secrets.js';
@@ -20,6 +22,8 @@ export interface RunningServer {
   url: string;
   /** Set only on the start that generated the admin token: print it once, never store it. */
   generatedAdminToken: string | null;
+  /** The background job runner (started unless TERRACE_JOBS=false; runDue() drives it by hand). */
+  jobs: JobRunner;
   /** Stop accepting, finish in-flight requests (up to the shutdown timeout), close the store. */
   close(): Promise<void>;
 }
@@ -49,6 +53,8 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   const generatedAdminToken = await ensureAdminToken(deps);
   if (blobs instanceof FsBlobStore) await blobs.sweepTemp(0);
   await recoverRegistry(deps);
+  const jobs = new JobRunner(deps, jobHandlers());
+  if (config.jobsEnabled) jobs.start();
   const app = createApp(deps);
 
   const server: ServerType = await new Promise((resolve, reject) => {
@@ -93,10 +99,11 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
         });
         closeIdle();
       });
+      await jobs.stop();
       await store.close();
     })();
     return closing;
   };
 
-  return { deps, url, generatedAdminToken, close };
+  return { deps, url, generatedAdminToken, jobs, close };
 }

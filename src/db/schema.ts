@@ -148,10 +148,69 @@ export interface DataRetentionPoliciesTable {
   updated_at: string;
 }
 
+export interface WorkspacesTable {
+  id: string;
+  organization_id: string;
+  name: string;
+  name_lower: string;
+  description: string;
+  working_directory: string;
+  /** null: follows the organization's default-execution-mode. */
+  execution_mode: 'remote' | 'local' | 'agent' | null;
+  agent_pool_id: string | null;
+  auto_apply: number;
+  terraform_version: string;
+  /** JSON vcs-repo object, or null. */
+  vcs_repo: string | null;
+  /** JSON of stored-but-inert HCP settings. */
+  attributes: string;
+  locked: number;
+  locked_by_kind: 'user' | 'team' | 'organization' | null;
+  locked_by_id: string | null;
+  lock_reason: string | null;
+  current_state_version_id: string | null;
+  created_at: string;
+  updated_at: string;
+}
 
 export type StateVersionStatus = 'pending' | 'finalized';
 
+export interface StateVersionsTable {
+  id: string;
+  workspace_id: string;
+  serial: number;
+  lineage: string | null;
+  md5: string;
+  force: number;
+  status: StateVersionStatus;
+  size: number | null;
+  state_format_version: number | null;
+  terraform_version: string | null;
+  resources_processed: number;
+  resource_count: number | null;
+  blob_key: string | null;
+  json_state_blob_key: string | null;
+  json_outputs_blob_key: string | null;
+  upload_token_hash: string | null;
+  json_upload_token_hash: string | null;
+  upload_expires_at: string | null;
+  created_by: string | null;
+  created_at: string;
+  finalized_at: string | null;
+}
 
+export interface StateVersionOutputsTable {
+  id: string;
+  state_version_id: string;
+  position: number;
+  name: string;
+  sensitive: number;
+  type: string;
+  /** cty type JSON. */
+  detailed_type: string;
+  /** JSON text; encrypted with the server key when sensitive. */
+  value: string;
+}
 
 export interface Database {
   settings: SettingsTable;
@@ -168,4 +227,7 @@ export interface Database {
   registry_modules: RegistryModulesTable;
   registry_module_versions: RegistryModuleVersionsTable;
   registry_module_downloads: RegistryModuleDownloadsTable;
+  workspaces: WorkspacesTable;
+  state_versions: StateVersionsTable;
+  state_version_outputs: StateVersionOutputsTable;
 }

@@ -1,0 +1,206 @@
+import { sql, type ExpressionBuilder, type Selectable } from 'kysely';
+import { rfc3339 } from '../clock.js';
+import type { Db, Queryable } from '../db/index.js';
+import type { Database, JobsTable } from '../db/schema.js';
+import type { Deps } from '../deps.js';
+import { newId } from '../ids.js';
+
+export type JobRow = Selectable<JobsTable>;
+
+/** Does the work of one job. Throwing reschedules it (with backoff); PermanentJobError gives up at once. */
+export type JobHandler = (deps: Deps, payload: unknown, job: JobRow) => Promise<void>;
+
+/** A failure that retrying cannot fix: the job is parked with its error instead of rescheduled. */
+export class PermanentJobError extends Error {}
+
+export interface JobRunnerOptions {
+  /** How long a claim holds before another runner may take the job over (a crashed holder). */
+  leaseMs?: number;
+  pollMs?: number;
+  maxAttempts?: number;
+  /** Delay before attempt n+1 after attempt n (n from 1) failed. */
+  backoffMs?: (attempt: number) => number;
+}
+
+const DEFAULTS = {
+  leaseMs: 60_000,
+  pollMs: 250,
+  maxAttempts: 8,
+  backoffMs: (attempt: number) => Math.min(2 ** (attempt - 1) * 1000, 10 * 60_000),
+};
+
+/**
+ * Background work is a row in `jobs`, written in the same transaction as the change that needs
+ * it, so a crash cannot lose it. Runs at runAt or later, by whichever runner claims it first.
+ */
+export async function enqueue(db: Queryable, kind: string, payload: unknown, runAt: Date, now: Date = runAt): Promise<string> {
+  const id = newId('job');
+  await db
+    .insertInto('jobs')
+    .values({ id, kind, payload: JSON.stringify(payload ?? null), run_at: rfc3339(runAt), locked_until: null, last_error: null, created_at: rfc3339(now) })
+    .execute();
+  return id;
+}
+
+// Runners in this process, by the database they serve: an enqueue here wakes them at once
+// instead of at their next poll. Only a hint; the rows are the truth.
+const wakers = new WeakMap<Db, Set<() => void>>();
+
+/** Call after the transaction that enqueued a job has committed. */
+export function wakeJobs(db: Db): void {
+  for (const wake of wakers.get(db) ?? []) wake();
+}
+
+export class JobRunner {
+  private readonly opts: typeof DEFAULTS;
+  private started = false;
+  private timer: NodeJS.Timeout | null = null;
+  private inFlight: Promise<void> | null = null;
+  private again = false;
+  private readonly wake = () => this.schedule(0);
+
+  constructor(
+    private readonly deps: Deps,
+    private readonly handlers: Record<string, JobHandler>,
+    opts: JobRunnerOptions = {},
+  ) {
+    this.opts = { ...DEFAULTS, ...opts };
+  }
+
+  /** Polls every pollMs, and right after an enqueue in this process. */
+  start(): void {
+    if (this.started) return;
+    this.started = true;
+    let set = wakers.get(this.deps.db);
+    if (!set) wakers.set(this.deps.db, (set = new Set()));
+    set.add(this.wake);
+    this.schedule(0);
+  }
+
+  /** Stops polling and waits for the job in flight to finish. */
+  async stop(): Promise<void> {
+    this.started = false;
+    wakers.get(this.deps.db)?.delete(this.wake);
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    await this.inFlight;
+  }
+
+  /** Runs every job that is due now, one after another; resolves with how many ran. For tests and start-up. */
+  async runDue(): Promise<number> {
+    let n = 0;
+    for (;;) {
+      const job = await this.claim();
+      if (!job) return n;
+      await this.run(job);
+      n++;
+    }
+  }
+
+  private schedule(delayMs: number): void {
+    if (!this.started) return;
+    if (this.inFlight) {
+      this.again = true;
+      return;
+    }
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = setTimeout(() => {
+      this.timer = null;
+      this.again = false;
+      this.inFlight = this.runDue()
+        .then(() => undefined)
+        .catch((err) => this.deps.logger.error({ err }, 'job runner pass failed'))
+        .finally(() => {
+          this.inFlight = null;
+          this.schedule(this.again ? 0 : this.opts.pollMs);
+        });
+    }, delayMs);
+    this.timer.unref?.();
+  }
+
+  /**
+   * Takes the oldest due job no live runner holds. The conditional UPDATE is the lock: of several
+   * runners (processes or instances) racing for one row, exactly one sees it change.
+   */
+  private async claim(): Promise<JobRow | undefined> {
+    const kinds = Object.keys(this.handlers);
+    if (kinds.length === 0) return undefined;
+    for (let tries = 0; tries < 5; tries++) {
+      const nowDate = this.deps.clock.now();
+      const now = rfc3339(nowDate);
+      const free = (eb: ExpressionBuilder<Database, 'jobs'>) => eb.or([eb('locked_until', 'is', null), eb('locked_until', '<', now)]);
+      const candidate = await this.deps.db
+        .selectFrom('jobs')
+        .select('id')
+        .where('kind', 'in', kinds)
+        .where('run_at', '<=', now)
+        .where('attempts', '<', this.opts.maxAttempts)
+        .where(free)
+        .orderBy('run_at')
+        .orderBy('created_at')
+        .limit(1)
+        .executeTakeFirst();
+      if (!candidate) return undefined;
+      const claimed = await this.deps.db
+        .updateTable('jobs')
+        .set({ locked_until: rfc3339(nowDate.getTime() + this.opts.leaseMs), attempts: sql<number>`attempts + 1` })
+        .where('id', '=', candidate.id)
+        .where(free)
+        .returningAll()
+        .executeTakeFirst();
+      if (claimed) return claimed;
+    }
+    return undefined;
+  }
+
+  private async run(job: JobRow): Promise<void> {
+    const log = this.deps.logger.child({ job: job.id, kind: job.kind, attempt: job.attempts });
+    let lease = job.locked_until!;
+    // Long jobs extend their lease so no other runner takes them over while they are alive.
+    const heartbeat = setInterval(() => {
+      const next = rfc3339(this.deps.clock.now().getTime() + this.opts.leaseMs);
+      this.deps.db
+        .updateTable('jobs')
+        .set({ locked_until: next })
+        .where('id', '=', job.id)
+        .where('locked_until', '=', lease)
+        .executeTakeFirst()
+        .then((r) => {
+          if (Number(r.numUpdatedRows) === 1) lease = next;
+        })
+        .catch((err) => log.warn({ err }, 'could not extend a job lease'));
+    }, Math.max(1000, Math.floor(this.opts.leaseMs / 3)));
+    heartbeat.unref?.();
+    try {
+      const handler = this.handlers[job.kind];
+      if (!handler) throw new PermanentJobError(`no handler for job kind ${job.kind}`);
+      let payload: unknown;
+      try {
+        payload = JSON.parse(job.payload);
+      } catch {
+        throw new PermanentJobError('the job payload is not JSON');
+      }
+      await handler(this.deps, payload, job);
+      clearInterval(heartbeat);
+      await this.deps.db.deleteFrom('jobs').where('id', '=', job.id).execute();
+      log.debug('job done');
+    } catch (err) {
+      clearInterval(heartbeat);
+      const permanent = err instanceof PermanentJobError || job.attempts >= this.opts.maxAttempts;
+      const message = err instanceof Error ? err.message : String(err);
+      const runAt = rfc3339(this.deps.clock.now().getTime() + this.opts.backoffMs(job.attempts));
+      await this.deps.db
+        .updateTable('jobs')
+        .set({
+          last_error: message.slice(0, 2000),
+          locked_until: null,
+          run_at: runAt,
+          ...(permanent ? { attempts: Math.max(job.attempts, this.opts.maxAttempts) } : {}),
+        })
+        .where('id', '=', job.id)
+        .execute();
+      if (permanent) log.error({ err }, 'job failed for good; it stays in the jobs table with its last error');
+      else log.warn({ err, retryAt: runAt }, 'job failed; it will be retried');
+    }
+  }
+}

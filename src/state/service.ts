@@ -1,0 +1,398 @@
+import { createHash } from 'node:crypto';
+import { Readable, Transform, type TransformCallback } from 'node:stream';
+import { z } from 'zod';
+import { BlobTooLargeError } from '../blobs/types.js';
+import { rfc3339 } from '../clock.js';
+import { inTransaction, type Queryable } from '../db/index.js';
+import type { Deps } from '../deps.js';
+import { ApiError, conflict, notFound, payloadTooLarge, unprocessable } from '../http/errors.js';
+import type { Principal } from '../identity/principal.js';
+import { principalLabel } from '../identity/routes.js';
+import { generateToken, hashToken } from '../identity/tokens.js';
+import { newId } from '../ids.js';
+import { enqueue, wakeJobs } from '../jobs/runner.js';
+import { heldBy, requireManage, type WorkspaceContext } from '../workspaces/service.js';
+import { getWorkspaceById, type WorkspaceRow } from '../workspaces/store.js';
+import { analyzeState, assertJsonObject, checkHeader, StateFormatError, type StateHeader } from './analyze.js';
+import { parseJsonStateOutputs } from './output-types.js';
+import { EXPIRE_STATE_UPLOAD, PROCESS_STATE_VERSION } from './processing.js';
+import { blobKeysOf, getStateVersion, stateBlobKeys, type StateVersionRow } from './store.js';
+
+const ATTR = (k: string) => `/data/attributes/${k}`;
+
+/** go-tfe's StateVersionCreateOptions (unknown attributes ignored; `run` relationship ignored). */
+export const createStateVersionSchema = z.object({
+  serial: z
+    .number({ error: (iss) => (iss.input === undefined ? 'is required' : 'must be a whole number') })
+    .int({ error: 'must be a whole number' })
+    .min(0, { error: 'must not be negative' })
+    .max(Number.MAX_SAFE_INTEGER, { error: 'is too large' }),
+  md5: z
+    .string({ error: (iss) => (iss.input === undefined ? 'is required' : 'must be a string') })
+    .regex(/^[0-9a-fA-F]{32}$/, { error: 'must be the MD5 of the state file as 32 hexadecimal digits' }),
+  lineage: z.string({ error: 'must be a string' }).min(1, { error: 'must not be empty' }).max(200).nullable().optional(),
+  state: z.string({ error: 'must be a base64 string' }).nullable().optional(),
+  'json-state': z.string({ error: 'must be a base64 string' }).nullable().optional(),
+  'json-state-outputs': z.string({ error: 'must be a base64 string' }).nullable().optional(),
+  force: z.boolean({ error: 'must be true or false' }).nullable().optional(),
+});
+export type CreateStateVersionInput = z.output<typeof createStateVersionSchema>;
+
+function decodeBase64(value: string, attr: string, max: number): Buffer {
+  const clean = value.replace(/\s+/g, '');
+  if (clean.length % 4 !== 0 || !/^[A-Za-z0-9+/]*={0,2}$/.test(clean)) {
+    throw unprocessable(`${attr} must be base64 (standard alphabet, padded)`, ATTR(attr));
+  }
+  const buf = Buffer.from(clean, 'base64');
+  if (buf.length > max) throw payloadTooLarge(`${attr} is ${buf.length} bytes decoded, over the limit of ${max} bytes (TERRACE_MAX_STATE_BYTES)`);
+  return buf;
+}
+
+function parseJsonAttr(buf: Buffer, attr: string): unknown {
+  try {
+    return JSON.parse(buf.toString('utf8'));
+  } catch (err) {
+    throw unprocessable(`${attr} is not valid JSON once decoded: ${(err as Error).message}`, ATTR(attr));
+  }
+}
+
+const md5Hex = (buf: Buffer) => createHash('md5').update(buf).digest('hex');
+
+/** The version that would follow the current one must be newer and of the same lineage, unless forced. */
+function successionError(current: StateVersionRow | undefined, serial: number, lineage: string | null | undefined): ApiError | null {
+  if (!current) return null;
+  if (serial <= current.serial) {
+    return unprocessable(
+      `serial ${serial} is not greater than the serial of the current state version (${current.serial}); a new state must have a higher serial (or send force: true)`,
+      ATTR('serial'),
+    );
+  }
+  if (lineage && current.lineage && lineage !== current.lineage) {
+    return unprocessable(
+      `lineage "${lineage}" differs from the current state's lineage "${current.lineage}": this state belongs to another state history (send force: true to replace it)`,
+      ATTR('lineage'),
+    );
+  }
+  return null;
+}
+
+async function currentOf(db: Queryable, ws: WorkspaceRow): Promise<StateVersionRow | undefined> {
+  return ws.current_state_version_id ? getStateVersion(db, ws.current_state_version_id) : undefined;
+}
+
+function requireLockHolder(ws: WorkspaceRow, p: Principal): void {
+  if (!heldBy(ws, p)) {
+    throw conflict(
+      ws.locked === 1
+        ? `workspace "${ws.name}" is locked by someone else; a state version can only be created by the lock holder`
+        : `workspace "${ws.name}" must be locked by you before a state version is created (POST /api/v2/workspaces/${ws.id}/actions/lock)`,
+    );
+  }
+}
+
+/** Reads and checks a state file as a stream; a StateFormatError becomes a 422 naming pointer. */
+async function checkStateFile(body: Readable, pointer: string): Promise<StateHeader> {
+  try {
+    return checkHeader(await analyzeState(body));
+  } catch (err) {
+    if (err instanceof StateFormatError) throw unprocessable(`the state is not a Terraform state file: ${err.message}`, pointer);
+    throw err;
+  }
+}
+
+async function deleteBlobs(deps: Deps, keys: (string | null | undefined)[]): Promise<void> {
+  for (const key of keys) {
+    if (key) await deps.blobs.delete(key).catch((err) => deps.logger.warn({ err, key }, 'could not remove a state blob'));
+  }
+}
+
+export interface CreatedStateVersion {
+  sv: StateVersionRow;
+  uploadUrls?: { state: string; jsonState: string };
+}
+
+/**
+ * go-tfe's Create (state inline, base64) or the first half of its Upload (no state: answers
+ * one-time upload URLs). Everything is checked before anything is written; blobs go in place
+ * before the row that points at them; the row, the workspace's current version and the
+ * processing job commit together.
+ */
+export async function createStateVersion(deps: Deps, p: Principal, ctx: WorkspaceContext, a: CreateStateVersionInput): Promise<CreatedStateVersion> {
+  requireManage(ctx);
+  const { ws } = ctx;
+  requireLockHolder(ws, p);
+  const max = deps.config.maxStateBytes;
+  const md5 = a.md5.toLowerCase();
+  const force = a.force === true;
+
+  // Older go-tfe sends unset pointers as null: null means absent (hence != null below).
+  let stateBuf: Buffer | null = null;
+  let header: StateHeader | null = null;
+  if (a.state != null) {
+    stateBuf = decodeBase64(a.state, 'state', max);
+    const actual = md5Hex(stateBuf);
+    if (actual !== md5) {
+      throw unprocessable(`md5 ${md5} does not match the MD5 of the decoded state, ${actual}; nothing was stored`, ATTR('md5'));
+    }
+    header = await checkStateFile(Readable.from([stateBuf]), ATTR('state'));
+    if (header.serial !== a.serial) {
+      throw unprocessable(`serial ${a.serial} does not match the state file's serial ${header.serial}`, ATTR('serial'));
+    }
+    if (a.lineage && a.lineage !== header.lineage) {
+      throw unprocessable(`lineage "${a.lineage}" does not match the state file's lineage "${header.lineage}"`, ATTR('lineage'));
+    }
+  } else if (a['json-state'] != null) {
+    throw unprocessable('json-state is accepted only together with state; without state, upload it to hosted-json-state-upload-url', ATTR('json-state'));
+  }
+  let jsonStateBuf: Buffer | null = null;
+  if (a['json-state'] != null) {
+    jsonStateBuf = decodeBase64(a['json-state'], 'json-state', max);
+    const v = parseJsonAttr(jsonStateBuf, 'json-state');
+    if (typeof v !== 'object' || v === null || Array.isArray(v)) throw unprocessable('json-state must be a JSON object once decoded', ATTR('json-state'));
+  }
+  let jsonOutputsBuf: Buffer | null = null;
+  if (a['json-state-outputs'] != null) {
+    jsonOutputsBuf = decodeBase64(a['json-state-outputs'], 'json-state-outputs', max);
+    const parsed = parseJsonStateOutputs(parseJsonAttr(jsonOutputsBuf, 'json-state-outputs'));
+    if (typeof parsed === 'string') throw unprocessable(`json-state-outputs: ${parsed}`, ATTR('json-state-outputs'));
+  }
+  const lineage = header?.lineage ?? a.lineage ?? null;
+  const early = force ? null : successionError(await currentOf(deps.db, ws), a.serial, lineage);
+  if (early) throw early;
+
+  const id = newId('sv');
+  const keys = stateBlobKeys(ws, id);
+  const now = deps.clock.now();
+  const written: string[] = [];
+  try {
+    if (stateBuf) {
+      await deps.blobs.put(keys.state, Readable.from([stateBuf]), { contentType: 'application/json' });
+      written.push(keys.state);
+    }
+    if (jsonStateBuf) {
+      await deps.blobs.put(keys.jsonState, Readable.from([jsonStateBuf]), { contentType: 'application/json' });
+      written.push(keys.jsonState);
+    }
+    if (jsonOutputsBuf) {
+      await deps.blobs.put(keys.jsonOutputs, Readable.from([jsonOutputsBuf]), { contentType: 'application/json' });
+      written.push(keys.jsonOutputs);
+    }
+
+    const tokens = stateBuf ? null : { state: generateToken(), json: generateToken() };
+    const expires = new Date(now.getTime() + deps.config.uploadUrlTtlSeconds * 1000);
+    const row: StateVersionRow = {
+      id,
+      workspace_id: ws.id,
+      serial: a.serial,
+      lineage,
+      md5,
+      force: force ? 1 : 0,
+      status: stateBuf ? 'finalized' : 'pending',
+      size: stateBuf ? stateBuf.length : null,
+      state_format_version: header ? header.version : null,
+      terraform_version: null,
+      resources_processed: 0,
+      resource_count: null,
+      blob_key: stateBuf ? keys.state : null,
+      json_state_blob_key: jsonStateBuf ? keys.jsonState : null,
+      json_outputs_blob_key: jsonOutputsBuf ? keys.jsonOutputs : null,
+      upload_token_hash: tokens ? hashToken(tokens.state) : null,
+      json_upload_token_hash: tokens ? hashToken(tokens.json) : null,
+      upload_expires_at: tokens ? rfc3339(expires) : null,
+      created_by: principalLabel(p),
+      created_at: rfc3339(now),
+      finalized_at: stateBuf ? rfc3339(now) : null,
+    };
+    await inTransaction(deps.db, async (tx) => {
+      // Checked again where it counts: another version may have landed since.
+      const fresh = await getWorkspaceById(tx, ws.id);
+      if (!fresh) throw notFound(`workspace "${ws.id}" not found`);
+      requireLockHolder(fresh, p);
+      const err = force ? null : successionError(await currentOf(tx, fresh), a.serial, lineage);
+      if (err) throw err;
+      await tx.insertInto('state_versions').values(row).execute();
+      if (row.status === 'finalized') {
+        await tx.updateTable('workspaces').set({ current_state_version_id: id, updated_at: row.created_at }).where('id', '=', ws.id).execute();
+        await enqueue(tx, PROCESS_STATE_VERSION, { stateVersionId: id }, now);
+      } else {
+        // A pending version whose upload never comes is removed when its URL expires.
+        await enqueue(tx, EXPIRE_STATE_UPLOAD, { stateVersionId: id }, new Date(expires.getTime() + 1000), now);
+      }
+    });
+    wakeJobs(deps.db);
+    deps.logger.info({ actor: principalLabel(p), workspace: ws.id, stateVersion: id, serial: a.serial, status: row.status }, 'state version created');
+    const base = deps.config.publicUrl;
+    return {
+      sv: row,
+      ...(tokens ? { uploadUrls: { state: `${base}/uploads/state/${tokens.state}`, jsonState: `${base}/uploads/state-json/${tokens.json}` } } : {}),
+    };
+  } catch (err) {
+    await deleteBlobs(deps, written);
+    throw err;
+  }
+}
+
+/** Hashes (MD5) what streams through, for the upload-URL variant's check against the declared md5. */
+class Md5Meter extends Transform {
+  private readonly hash = createHash('md5');
+  override _transform(chunk: Buffer, _enc: BufferEncoding, cb: TransformCallback): void {
+    this.hash.update(chunk);
+    cb(null, chunk);
+  }
+  hex(): string {
+    return this.hash.digest('hex');
+  }
+}
+
+const invalidUrl = () => notFound('this upload URL is invalid, has expired, or was already used');
+
+/** Streams an upload into key; maps size and transport failures. */
+async function streamInto(deps: Deps, key: string, body: Readable, contentLength: number | null, what: string) {
+  const max = deps.config.maxStateBytes;
+  if (contentLength !== null && contentLength > max) {
+    body.resume();
+    return { error: 'rejected' as const, err: payloadTooLarge(`the ${what} is ${contentLength} bytes, over the limit of ${max} bytes (TERRACE_MAX_STATE_BYTES)`) };
+  }
+  const meter = new Md5Meter();
+  body.on('error', (e) => meter.destroy(e));
+  try {
+    const put = await deps.blobs.put(key, body.pipe(meter), { maxBytes: max, contentType: 'application/json' });
+    if (contentLength !== null && put.size !== contentLength) {
+      await deps.blobs.delete(key);
+      return { error: 'interrupted' as const, err: new ApiError(400, 'upload interrupted', `received ${put.size} of ${contentLength} bytes; retry the PUT`) };
+    }
+    return { error: null, size: put.size, md5: meter.hex() };
+  } catch (err) {
+    if (err instanceof BlobTooLargeError) {
+      return { error: 'rejected' as const, err: payloadTooLarge(`the ${what} is over the limit of ${max} bytes (TERRACE_MAX_STATE_BYTES)`) };
+    }
+    deps.logger.warn({ err, key }, 'state upload interrupted');
+    return { error: 'interrupted' as const, err: new ApiError(400, 'upload interrupted', 'the upload did not complete; retry the PUT') };
+  }
+}
+
+/**
+ * The one-time hosted-state-upload-url. The body streams into the blob store (MD5 computed on
+ * the way), is then read back and checked; a body that is refused removes the pending state
+ * version and every blob of it, so nothing of it remains. A transfer that breaks off keeps the
+ * version pending and the URL usable until it expires.
+ */
+export async function receiveStateUpload(deps: Deps, token: string, body: Readable, contentLength: number | null): Promise<StateVersionRow> {
+  const h = hashToken(token);
+  const now = rfc3339(deps.clock.now());
+  const claimed = await deps.db
+    .updateTable('state_versions')
+    .set({ upload_token_hash: null })
+    .where('upload_token_hash', '=', h)
+    .where('status', '=', 'pending')
+    .where('upload_expires_at', '>', now)
+    .returningAll()
+    .executeTakeFirst();
+  if (!claimed) {
+    body.resume();
+    throw invalidUrl();
+  }
+  const ws = await getWorkspaceById(deps.db, claimed.workspace_id);
+  if (!ws) {
+    body.resume();
+    throw invalidUrl();
+  }
+  const key = stateBlobKeys(ws, claimed.id).state;
+
+  const reject = async (err: ApiError): Promise<never> => {
+    const row = await getStateVersion(deps.db, claimed.id);
+    await deps.db.deleteFrom('state_versions').where('id', '=', claimed.id).where('status', '=', 'pending').execute();
+    await deleteBlobs(deps, [key, ...(row ? blobKeysOf(row) : [])]);
+    deps.logger.info({ stateVersion: claimed.id, reason: err.detail }, 'state upload refused; the pending state version was removed');
+    throw err;
+  };
+
+  const put = await streamInto(deps, key, body, contentLength, 'state file');
+  if (put.error === 'interrupted') {
+    await deps.db.updateTable('state_versions').set({ upload_token_hash: h }).where('id', '=', claimed.id).where('status', '=', 'pending').execute();
+    throw put.err;
+  }
+  if (put.error === 'rejected') return reject(put.err);
+  if (put.md5 !== claimed.md5) {
+    return reject(unprocessable(`the uploaded state's MD5 is ${put.md5}, but the state version was created with md5 ${claimed.md5}; nothing was stored`));
+  }
+  let header: StateHeader;
+  try {
+    header = await checkStateFile(await deps.blobs.get(key), '');
+  } catch (err) {
+    if (err instanceof ApiError) return reject(new ApiError(err.status, err.title, err.detail));
+    throw err;
+  }
+  if (header.serial !== claimed.serial) return reject(unprocessable(`the uploaded state's serial ${header.serial} does not match the state version's serial ${claimed.serial}`));
+  if (claimed.lineage && claimed.lineage !== header.lineage) {
+    return reject(unprocessable(`the uploaded state's lineage "${header.lineage}" does not match the state version's lineage "${claimed.lineage}"`));
+  }
+
+  const finalizedAt = deps.clock.now();
+  const outcome = await inTransaction(deps.db, async (tx): Promise<'finalized' | 'gone' | ApiError> => {
+    const fresh = await getWorkspaceById(tx, ws.id);
+    if (!fresh) return 'gone';
+    const refusal = claimed.force === 1 ? null : successionError(await currentOf(tx, fresh), claimed.serial, header.lineage);
+    if (refusal) return refusal;
+    const res = await tx
+      .updateTable('state_versions')
+      .set({ status: 'finalized', size: put.size, lineage: header.lineage, state_format_version: header.version, blob_key: key, finalized_at: rfc3339(finalizedAt) })
+      .where('id', '=', claimed.id)
+      .where('status', '=', 'pending')
+      .executeTakeFirst();
+    if (Number(res.numUpdatedRows) !== 1) return 'gone';
+    await tx.updateTable('workspaces').set({ current_state_version_id: claimed.id, updated_at: rfc3339(finalizedAt) }).where('id', '=', ws.id).execute();
+    await enqueue(tx, PROCESS_STATE_VERSION, { stateVersionId: claimed.id }, finalizedAt);
+    return 'finalized';
+  });
+  if (outcome instanceof ApiError) return reject(new ApiError(outcome.status, outcome.title, outcome.detail));
+  if (outcome === 'gone') {
+    // Expired or deleted (with its workspace) while the bytes were arriving.
+    await deleteBlobs(deps, [key]);
+    throw invalidUrl();
+  }
+  wakeJobs(deps.db);
+  deps.logger.info({ stateVersion: claimed.id, size: put.size }, 'state uploaded');
+  return (await getStateVersion(deps.db, claimed.id))!;
+}
+
+/**
+ * The one-time hosted-json-state-upload-url (Terraform's JSON state representation). Stored
+ * for download; a body that is not one JSON object is refused and removed.
+ */
+export async function receiveJsonStateUpload(deps: Deps, token: string, body: Readable, contentLength: number | null): Promise<StateVersionRow> {
+  const h = hashToken(token);
+  const now = rfc3339(deps.clock.now());
+  const claimed = await deps.db
+    .updateTable('state_versions')
+    .set({ json_upload_token_hash: null })
+    .where('json_upload_token_hash', '=', h)
+    .where('upload_expires_at', '>', now)
+    .returningAll()
+    .executeTakeFirst();
+  const ws = claimed ? await getWorkspaceById(deps.db, claimed.workspace_id) : undefined;
+  if (!claimed || !ws) {
+    body.resume();
+    throw invalidUrl();
+  }
+  const key = stateBlobKeys(ws, claimed.id).jsonState;
+  const put = await streamInto(deps, key, body, contentLength, 'JSON state');
+  if (put.error === 'interrupted') {
+    await deps.db.updateTable('state_versions').set({ json_upload_token_hash: h }).where('id', '=', claimed.id).execute();
+    throw put.err;
+  }
+  if (put.error === 'rejected') throw put.err;
+  try {
+    await assertJsonObject(await deps.blobs.get(key));
+  } catch (err) {
+    await deleteBlobs(deps, [key]);
+    if (err instanceof StateFormatError) throw unprocessable(`the JSON state is not usable: ${err.message}`);
+    throw err;
+  }
+  const res = await deps.db.updateTable('state_versions').set({ json_state_blob_key: key }).where('id', '=', claimed.id).executeTakeFirst();
+  if (Number(res.numUpdatedRows) !== 1) {
+    await deleteBlobs(deps, [key]);
+    throw invalidUrl();
+  }
+  return (await getStateVersion(deps.db, claimed.id))!;
+}

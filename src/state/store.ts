@@ -1,0 +1,60 @@
+import type { Selectable } from 'kysely';
+import type { Queryable } from '../db/index.js';
+import type { StateVersionOutputsTable } from '../db/schema.js';
+import type { StateVersionRow } from '../workspaces/store.js';
+
+export type { StateVersionRow };
+export type OutputRow = Selectable<StateVersionOutputsTable>;
+
+export async function getStateVersion(db: Queryable, id: string): Promise<StateVersionRow | undefined> {
+  return db.selectFrom('state_versions').selectAll().where('id', '=', id).executeTakeFirst();
+}
+
+/** A workspace's state versions, newest first. */
+export async function listStateVersions(db: Queryable, workspaceId: string, page: { limit: number; offset: number }) {
+  const base = db.selectFrom('state_versions').where('workspace_id', '=', workspaceId);
+  const { n } = await base.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+  const rows = await base
+    .selectAll()
+    .orderBy('created_at', 'desc')
+    .orderBy('serial', 'desc')
+    .orderBy('id')
+    .limit(page.limit)
+    .offset(page.offset)
+    .execute();
+  return { rows, total: Number(n) };
+}
+
+export async function listOutputs(db: Queryable, stateVersionId: string, page?: { limit: number; offset: number }): Promise<OutputRow[]> {
+  let q = db.selectFrom('state_version_outputs').selectAll().where('state_version_id', '=', stateVersionId).orderBy('position');
+  if (page) q = q.limit(page.limit).offset(page.offset);
+  return q.execute();
+}
+
+export async function countOutputs(db: Queryable, stateVersionId: string): Promise<number> {
+  const { n } = await db
+    .selectFrom('state_version_outputs')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .where('state_version_id', '=', stateVersionId)
+    .executeTakeFirstOrThrow();
+  return Number(n);
+}
+
+export async function outputIds(db: Queryable, stateVersionId: string): Promise<string[]> {
+  const rows = await db.selectFrom('state_version_outputs').select('id').where('state_version_id', '=', stateVersionId).orderBy('position').execute();
+  return rows.map((r) => r.id);
+}
+
+export async function getOutput(db: Queryable, id: string): Promise<OutputRow | undefined> {
+  return db.selectFrom('state_version_outputs').selectAll().where('id', '=', id).executeTakeFirst();
+}
+
+/** Where a state version's bytes live: under its workspace, under its organization. */
+export function stateBlobKeys(ws: { id: string; organization_id: string }, svId: string) {
+  const base = `organizations/${ws.organization_id}/workspaces/${ws.id}/state-versions/${svId}`;
+  return { state: `${base}.json`, jsonState: `${base}-json-state.json`, jsonOutputs: `${base}-json-outputs.json` };
+}
+
+export function blobKeysOf(sv: StateVersionRow): string[] {
+  return [sv.blob_key, sv.json_state_blob_key, sv.json_outputs_blob_key].filter((k): k is string => k !== null);
+}

@@ -1,0 +1,116 @@
+import { Hono, type Context } from 'hono';
+import type { Deps } from '../deps.js';
+import { requirePrincipal, type AppEnv } from '../http/auth.js';
+import { readJson, readResource } from '../http/body.js';
+import { notFound } from '../http/errors.js';
+import { jsonApi } from '../http/jsonapi.js';
+import { pageLinksAndMeta, parsePage } from '../http/pagination.js';
+import { queryParams } from '../http/query.js';
+import { serializeWorkspace } from './serialize.js';
+import {
+  createWorkspace,
+  deleteWorkspace,
+  lockWorkspace,
+  organizationForWorkspaces,
+  unlockWorkspace,
+  updateWorkspace,
+  workspaceById,
+  workspaceByName,
+  type WorkspaceContext,
+} from './service.js';
+import { createWorkspaceSchema, lockSchema, updateWorkspaceSchema } from './settings.js';
+import { currentStateVersions, listWorkspaces, type WorkspaceRow } from './store.js';
+
+/** HCP's workspaces API: by organization and name, and by id. */
+export function workspaceRoutes(deps: Deps): Hono<AppEnv> {
+  const app = new Hono<AppEnv>();
+
+  async function render(c: Context<AppEnv>, ctx: Omit<WorkspaceContext, 'ws'>, ws: WorkspaceRow, status: 200 | 201 = 200) {
+    const current = (await currentStateVersions(deps.db, [ws])).get(ws.id);
+    return jsonApi(c, { data: serializeWorkspace(ws, ctx.org, ctx.access, current) }, status);
+  }
+
+  const byName = (c: Context<AppEnv>) => workspaceByName(deps, requirePrincipal(c), c.req.param('org')!, c.req.param('name')!);
+  const byId = (c: Context<AppEnv>) => workspaceById(deps, requirePrincipal(c), c.req.param('workspace_id')!);
+
+  app.post('/organizations/:org/workspaces', async (c) => {
+    const p = requirePrincipal(c);
+    const { org, access } = await organizationForWorkspaces(deps, p, c.req.param('org'));
+    // Refuse before reading the body: a caller who may not create learns nothing from validation.
+    if (!access.manage) throw notFound(`organization "${org.name}" not found, or you are not authorized to create workspaces in it`);
+    const { attributes } = await readResource(c, 'workspaces', createWorkspaceSchema);
+    const ws = await createWorkspace(deps, p, org, access, attributes);
+    return render(c, { org, access }, ws, 201);
+  });
+
+  app.get('/organizations/:org/workspaces', async (c) => {
+    const p = requirePrincipal(c);
+    const { org, access } = await organizationForWorkspaces(deps, p, c.req.param('org'));
+    const page = parsePage(c);
+    const q = queryParams(c);
+    const search = q.get('search[name]') || q.get('search[wildcard-name]')?.replace(/\*/g, '') || undefined;
+    const { rows, total } = await listWorkspaces(deps.db, { organizationId: org.id, search }, { limit: page.size, offset: page.offset });
+    const current = await currentStateVersions(deps.db, rows);
+    const data = rows.map((ws) => serializeWorkspace(ws, org, access, current.get(ws.id)));
+    return jsonApi(c, { data, ...pageLinksAndMeta(c, deps.config.publicUrl, page, total) });
+  });
+
+  for (const [path, find] of [
+    ['/organizations/:org/workspaces/:name', byName],
+    ['/workspaces/:workspace_id', byId],
+  ] as const) {
+    app.get(path, async (c) => {
+      const ctx = await find(c);
+      return render(c, ctx, ctx.ws);
+    });
+
+    app.patch(path, async (c) => {
+      const p = requirePrincipal(c);
+      const ctx = await find(c);
+      const { attributes } = await readResource(c, 'workspaces', updateWorkspaceSchema);
+      const ws = await updateWorkspace(deps, p, ctx, attributes);
+      return render(c, ctx, ws);
+    });
+
+    app.delete(path, async (c) => {
+      const p = requirePrincipal(c);
+      await deleteWorkspace(deps, p, await find(c), { safe: false });
+      return c.body(null, 204);
+    });
+
+    app.post(`${path}/actions/safe-delete`, async (c) => {
+      const p = requirePrincipal(c);
+      await deleteWorkspace(deps, p, await find(c), { safe: true });
+      return c.body(null, 204);
+    });
+  }
+
+  app.post('/workspaces/:workspace_id/actions/lock', async (c) => {
+    const p = requirePrincipal(c);
+    const ctx = await byId(c);
+    // go-tfe sends {"reason":"…"} as plain JSON; other clients send nothing or a JSON:API body.
+    let reason: string | null = null;
+    if ((c.req.header('content-length') ?? '0') !== '0' || c.req.header('transfer-encoding')) {
+      const body = await readJson(c).catch(() => ({}));
+      const raw = (body as { reason?: unknown; data?: { attributes?: { reason?: unknown } } }) ?? {};
+      const parsed = lockSchema.safeParse({ reason: raw.reason ?? raw.data?.attributes?.reason });
+      reason = parsed.success ? (parsed.data.reason ?? null) : null;
+    }
+    const ws = await lockWorkspace(deps, p, ctx, reason);
+    return render(c, ctx, ws);
+  });
+
+  app.post('/workspaces/:workspace_id/actions/unlock', async (c) => {
+    const p = requirePrincipal(c);
+    const ctx = await byId(c);
+    return render(c, ctx, await unlockWorkspace(deps, p, ctx, { force: false }));
+  });
+
+  app.post('/workspaces/:workspace_id/actions/force-unlock', async (c) => {
+    const p = requirePrincipal(c);
+    const ctx = await byId(c);
+    return render(c, ctx, await unlockWorkspace(deps, p, ctx, { force: true }));
+  });
+
+  return app;
+}

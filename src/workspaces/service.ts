@@ -1,0 +1,303 @@
+import { rfc3339 } from '../clock.js';
+import { isUniqueViolation, type Queryable } from '../db/index.js';
+import type { Deps } from '../deps.js';
+import { ApiError, conflict, notFound, unprocessable } from '../http/errors.js';
+import { ApiErrors } from '../http/jsonapi.js';
+import type { Principal } from '../identity/principal.js';
+import { principalLabel } from '../identity/routes.js';
+import { newId } from '../ids.js';
+import { getOrganizationByName, orgAccess, type OrganizationRow } from '../organizations/access.js';
+import { parseSettings } from '../organizations/settings.js';
+import { getAgentPool, getOrganizationById } from '../organizations/store.js';
+import { workspaceAccess, type WorkspaceAccess } from './access.js';
+import { effectiveExecution, parseVcsRepo } from './serialize.js';
+import { INERT_KEYS, parseInert, type VcsRepo, type VcsRepoInput, type WorkspaceInput } from './settings.js';
+import { currentStateVersions, getWorkspaceById, getWorkspaceByName, latestVersionPending, type WorkspaceRow } from './store.js';
+
+export interface WorkspaceContext {
+  ws: WorkspaceRow;
+  org: OrganizationRow;
+  access: WorkspaceAccess;
+}
+
+const ATTR = (k: string) => `/data/attributes/${k}`;
+const hidden = (what: string) => notFound(`${what} not found, or you are not authorized to see it`);
+
+/** The organization named in a path, with the caller's workspace access; 404 unless it may see workspaces. */
+export async function organizationForWorkspaces(deps: Deps, p: Principal, orgName: string): Promise<{ org: OrganizationRow; access: WorkspaceAccess }> {
+  const org = await getOrganizationByName(deps.db, orgName);
+  const access = org ? workspaceAccess(await orgAccess(deps.db, p, org.id)) : undefined;
+  if (!org || !access?.readOutputs) throw hidden(`organization "${orgName}"`);
+  return { org, access };
+}
+
+/** A workspace by id, if the caller may at least read its outputs; 404 otherwise. */
+export async function workspaceById(deps: Deps, p: Principal, id: string): Promise<WorkspaceContext> {
+  const ws = await getWorkspaceById(deps.db, id);
+  const org = ws ? await getOrganizationById(deps.db, ws.organization_id) : undefined;
+  const access = org ? workspaceAccess(await orgAccess(deps.db, p, org.id)) : undefined;
+  if (!ws || !org || !access?.readOutputs) throw hidden(`workspace "${id}"`);
+  return { ws, org, access };
+}
+
+export async function workspaceByName(deps: Deps, p: Principal, orgName: string, name: string): Promise<WorkspaceContext> {
+  const { org, access } = await organizationForWorkspaces(deps, p, orgName);
+  const ws = await getWorkspaceByName(deps.db, org.id, name);
+  if (!ws) throw hidden(`workspace "${orgName}/${name}"`);
+  return { ws, org, access };
+}
+
+export function requireManage(ctx: { access: WorkspaceAccess }, what = 'workspace'): void {
+  // The caller sees the workspace but may not change it: answer as HCP does, "not found".
+  if (!ctx.access.manage) throw hidden(what);
+}
+
+function throwAll(errors: ApiError[]): void {
+  if (errors.length === 1) throw errors[0]!;
+  if (errors.length > 1) throw new ApiErrors(errors);
+}
+
+/** go-tfe sends "" for pointers it does not mean: treat them as absent. */
+const blank = (v: string | null | undefined) => (v === undefined || v === null || v.trim() === '' ? null : v);
+
+function mergeVcsRepo(current: VcsRepo | null, input: VcsRepoInput, errors: ApiError[]): VcsRepo | null {
+  const ptr = (k: string) => `${ATTR('vcs-repo')}/${k}`;
+  const next: VcsRepo = {
+    identifier: blank(input.identifier) ?? current?.identifier ?? '',
+    branch: input.branch !== undefined ? (input.branch ?? '') : (current?.branch ?? ''),
+    'ingress-submodules': input['ingress-submodules'] ?? current?.['ingress-submodules'] ?? false,
+    'oauth-token-id': input['oauth-token-id'] !== undefined ? blank(input['oauth-token-id']) : (current?.['oauth-token-id'] ?? null),
+    'github-app-installation-id':
+      input['github-app-installation-id'] !== undefined ? blank(input['github-app-installation-id']) : (current?.['github-app-installation-id'] ?? null),
+    'tags-regex': input['tags-regex'] !== undefined ? blank(input['tags-regex']) : (current?.['tags-regex'] ?? null),
+  };
+  if (!next.identifier) errors.push(unprocessable('vcs-repo.identifier is required (for example "org/repo")', ptr('identifier')));
+  else if (!/^[^\s/]+(\/[^\s/]+)+$/.test(next.identifier)) {
+    errors.push(unprocessable(`vcs-repo.identifier "${next.identifier}" must look like "org/repo"`, ptr('identifier')));
+  }
+  if (!next['oauth-token-id'] && !next['github-app-installation-id']) {
+    errors.push(unprocessable('vcs-repo needs oauth-token-id (or github-app-installation-id)', ptr('oauth-token-id')));
+  }
+  if (next['oauth-token-id'] && next['github-app-installation-id']) {
+    errors.push(unprocessable('vcs-repo takes oauth-token-id or github-app-installation-id, not both', ptr('github-app-installation-id')));
+  }
+  if (next['tags-regex'] !== null) {
+    try {
+      new RegExp(next['tags-regex']);
+    } catch {
+      errors.push(unprocessable(`vcs-repo.tags-regex "${next['tags-regex']}" is not a valid regular expression`, ptr('tags-regex')));
+    }
+  }
+  return next;
+}
+
+interface Resolved {
+  row: Omit<WorkspaceRow, 'id' | 'organization_id' | 'created_at' | 'updated_at' | 'locked' | 'locked_by_kind' | 'locked_by_id' | 'lock_reason' | 'current_state_version_id'>;
+}
+
+/** Applies an input over the current values (or defaults) and enforces the rules between attributes. */
+async function resolve(db: Queryable, org: OrganizationRow, current: WorkspaceRow | null, a: WorkspaceInput): Promise<Resolved> {
+  const errors: ApiError[] = [];
+  const name = a.name ?? current?.name ?? '';
+
+  // Execution mode: explicit on the workspace, or (null) the organization's default.
+  let mode = current?.execution_mode ?? null;
+  let pool = current?.agent_pool_id ?? null;
+  if (a.operations !== undefined && a['execution-mode'] !== undefined) {
+    errors.push(unprocessable('operations is deprecated and cannot be given together with execution-mode', ATTR('operations')));
+  }
+  const requested = a['execution-mode'] ?? (a.operations === undefined ? undefined : a.operations ? 'remote' : 'local');
+  if (requested !== undefined) {
+    mode = requested;
+    if (mode !== 'agent') pool = null;
+  } else if (a['setting-overwrites']?.['execution-mode'] === false) {
+    mode = null;
+    pool = null;
+  }
+  if (a['agent-pool-id'] !== undefined) {
+    const given = blank(a['agent-pool-id']);
+    const effective = mode ?? effectiveExecution({ execution_mode: null } as WorkspaceRow, org).mode;
+    if (given !== null && effective !== 'agent') {
+      errors.push(unprocessable(`agent-pool-id must not be given when execution-mode is ${effective}`, ATTR('agent-pool-id')));
+    } else if (given !== null) {
+      mode = 'agent';
+      pool = given;
+    }
+  }
+  if (mode === 'agent') {
+    if (!pool) errors.push(unprocessable('agent-pool-id is required when execution-mode is agent', ATTR('agent-pool-id')));
+    else {
+      const p = await getAgentPool(db, pool);
+      if (!p || p.organization_id !== org.id) errors.push(unprocessable(`agent-pool-id: "${pool}" is not an agent pool of this organization`, ATTR('agent-pool-id')));
+    }
+  }
+
+  let vcs = current ? parseVcsRepo(current.vcs_repo) : null;
+  if (a['vcs-repo'] === null) vcs = null;
+  else if (a['vcs-repo'] !== undefined) vcs = mergeVcsRepo(vcs, a['vcs-repo'], errors);
+
+  const inert = current ? parseInert(current.attributes) : parseInert('{}');
+  const target = inert as unknown as Record<string, unknown>;
+  for (const k of INERT_KEYS) if (a[k] !== undefined) target[k] = a[k];
+  if (vcs?.['tags-regex'] && (a['trigger-prefixes']?.length || a['trigger-patterns']?.length || a['file-triggers-enabled'] === true)) {
+    errors.push(unprocessable('vcs-repo.tags-regex cannot be combined with trigger-prefixes, trigger-patterns or file-triggers-enabled', `${ATTR('vcs-repo')}/tags-regex`));
+  }
+  throwAll(errors);
+
+  return {
+    row: {
+      name,
+      name_lower: name.toLowerCase(),
+      description: a.description !== undefined ? (a.description ?? '') : (current?.description ?? ''),
+      working_directory: a['working-directory'] !== undefined ? (a['working-directory'] ?? '') : (current?.working_directory ?? ''),
+      execution_mode: mode,
+      agent_pool_id: mode === 'agent' ? pool : null,
+      auto_apply: a['auto-apply'] !== undefined ? (a['auto-apply'] ? 1 : 0) : (current?.auto_apply ?? 0),
+      terraform_version: a['terraform-version'] ?? current?.terraform_version ?? 'latest',
+      vcs_repo: vcs ? JSON.stringify(vcs) : null,
+      attributes: JSON.stringify(inert),
+    },
+  };
+}
+
+const nameTaken = (name: string) => unprocessable(`name: "${name}" has already been taken`, ATTR('name'));
+
+export async function createWorkspace(
+  deps: Deps,
+  p: Principal,
+  org: OrganizationRow,
+  access: WorkspaceAccess,
+  a: WorkspaceInput & { name: string },
+): Promise<WorkspaceRow> {
+  if (!access.manage) throw hidden(`organization "${org.name}"`);
+  const { row } = await resolve(deps.db, org, null, a);
+  if (await getWorkspaceByName(deps.db, org.id, a.name)) throw nameTaken(a.name);
+  const now = rfc3339(deps.clock.now());
+  const ws: WorkspaceRow = {
+    ...row,
+    id: newId('ws'),
+    organization_id: org.id,
+    locked: 0,
+    locked_by_kind: null,
+    locked_by_id: null,
+    lock_reason: null,
+    current_state_version_id: null,
+    created_at: now,
+    updated_at: now,
+  };
+  try {
+    await deps.db.insertInto('workspaces').values(ws).execute();
+  } catch (err) {
+    if (isUniqueViolation(err)) throw nameTaken(a.name);
+    throw err;
+  }
+  deps.logger.info({ actor: principalLabel(p), workspace: ws.id, organization: org.id, name: ws.name }, 'workspace created');
+  return ws;
+}
+
+export async function updateWorkspace(deps: Deps, p: Principal, ctx: WorkspaceContext, a: WorkspaceInput): Promise<WorkspaceRow> {
+  requireManage(ctx);
+  const { ws, org } = ctx;
+  const { row } = await resolve(deps.db, org, ws, a);
+  if (row.name_lower !== ws.name_lower) {
+    const other = await getWorkspaceByName(deps.db, org.id, row.name);
+    if (other && other.id !== ws.id) throw nameTaken(row.name);
+  }
+  const updated: WorkspaceRow = { ...ws, ...row, updated_at: rfc3339(deps.clock.now()) };
+  try {
+    await deps.db.updateTable('workspaces').set({ ...row, updated_at: updated.updated_at }).where('id', '=', ws.id).execute();
+  } catch (err) {
+    if (isUniqueViolation(err)) throw nameTaken(row.name);
+    throw err;
+  }
+  const changed = Object.keys(a).filter((k) => (a as Record<string, unknown>)[k] !== undefined);
+  deps.logger.info({ actor: principalLabel(p), workspace: ws.id, changed }, 'workspace updated');
+  return updated;
+}
+
+/** Blob prefix holding everything of one workspace (under its organization's, so deleting that covers it). */
+export function workspaceBlobPrefix(ws: { id: string; organization_id: string }): string {
+  return `organizations/${ws.organization_id}/workspaces/${ws.id}/`;
+}
+
+/**
+ * Deletes the workspace: rows in one statement (state versions and outputs cascade), then its
+ * blobs. safe refuses while resources are under management; a non-owner needs the
+ * organization's allow-force-delete-workspaces for that too.
+ */
+export async function deleteWorkspace(deps: Deps, p: Principal, ctx: WorkspaceContext, opts: { safe: boolean }): Promise<void> {
+  requireManage(ctx);
+  const { ws, org, access } = ctx;
+  const current = (await currentStateVersions(deps.db, [ws])).get(ws.id);
+  const forceAllowed = access.org.owner || parseSettings(org.attributes)['allow-force-delete-workspaces'];
+  if (current && (opts.safe || !forceAllowed)) {
+    if (current.resources_processed !== 1) {
+      throw conflict('the current state version is still being processed, so it is not yet known whether the workspace manages resources; retry shortly');
+    }
+    if ((current.resource_count ?? 0) > 0) {
+      throw conflict(
+        opts.safe
+          ? `workspace "${ws.name}" manages ${current.resource_count} resources; destroy them first, or delete the workspace without safe-delete`
+          : `workspace "${ws.name}" manages ${current.resource_count} resources; only organization owners may delete it unless the organization allows force deletes (allow-force-delete-workspaces)`,
+      );
+    }
+  }
+  await deps.db.deleteFrom('workspaces').where('id', '=', ws.id).execute();
+  deps.logger.info({ actor: principalLabel(p), workspace: ws.id, organization: org.id, name: ws.name }, 'workspace deleted');
+  const prefix = workspaceBlobPrefix(ws);
+  try {
+    for await (const b of deps.blobs.list(prefix)) await deps.blobs.delete(b.key);
+  } catch (err) {
+    deps.logger.warn({ err, workspace: ws.id, prefix }, 'could not remove the blobs of a deleted workspace');
+  }
+}
+
+/** Who holds a lock: the user, the team (team token) or the organization (organization token). */
+export function lockHolder(p: Principal): { kind: 'user' | 'team' | 'organization'; id: string } {
+  if (p.kind === 'user') return { kind: 'user', id: p.user.id };
+  if (p.kind === 'team') return { kind: 'team', id: p.teamId };
+  return { kind: 'organization', id: p.organizationId };
+}
+
+export function heldBy(ws: WorkspaceRow, p: Principal): boolean {
+  const h = lockHolder(p);
+  return ws.locked === 1 && ws.locked_by_kind === h.kind && ws.locked_by_id === h.id;
+}
+
+export async function lockWorkspace(deps: Deps, p: Principal, ctx: WorkspaceContext, reason: string | null): Promise<WorkspaceRow> {
+  requireManage(ctx);
+  const h = lockHolder(p);
+  const now = rfc3339(deps.clock.now());
+  // Conditional on "unlocked" so two lockers cannot both win.
+  const res = await deps.db
+    .updateTable('workspaces')
+    .set({ locked: 1, locked_by_kind: h.kind, locked_by_id: h.id, lock_reason: reason, updated_at: now })
+    .where('id', '=', ctx.ws.id)
+    .where('locked', '=', 0)
+    .executeTakeFirst();
+  // go-tfe maps 409 on this path to ErrWorkspaceLocked.
+  if (Number(res.numUpdatedRows) !== 1) throw conflict(`workspace "${ctx.ws.name}" is already locked`);
+  deps.logger.info({ actor: principalLabel(p), workspace: ctx.ws.id }, 'workspace locked');
+  return (await getWorkspaceById(deps.db, ctx.ws.id))!;
+}
+
+export async function unlockWorkspace(deps: Deps, p: Principal, ctx: WorkspaceContext, opts: { force: boolean }): Promise<WorkspaceRow> {
+  requireManage(ctx);
+  const now = rfc3339(deps.clock.now());
+  const ws = ctx.ws;
+  if (ws.locked !== 1) throw conflict(`workspace "${ws.name}" is already unlocked`);
+  if (!opts.force && !heldBy(ws, p)) {
+    throw conflict(`workspace "${ws.name}" is locked by someone else; only the lock holder may unlock it (or use actions/force-unlock)`);
+  }
+  // Terraform retries on this exact wording while its state upload is still in flight.
+  if (!opts.force && (await latestVersionPending(deps.db, ws.id, now))) {
+    throw conflict('Unable to unlock workspace. The latest state version is still pending.');
+  }
+  await deps.db
+    .updateTable('workspaces')
+    .set({ locked: 0, locked_by_kind: null, locked_by_id: null, lock_reason: null, updated_at: now })
+    .where('id', '=', ws.id)
+    .execute();
+  deps.logger.info({ actor: principalLabel(p), workspace: ws.id, force: opts.force }, opts.force ? 'workspace force-unlocked' : 'workspace unlocked');
+  return (await getWorkspaceById(deps.db, ws.id))!;
+}
