@@ -2,15 +2,12 @@ import fs from 'node:fs';
 import path from 'node:path';
 import zlib from 'node:zlib';
 import * as tar from 'tar';
+import { accept, createOrg, invite } from './organizations.js';
 import { tempDir, type TestServer } from './server.js';
 
 /** Creates an organization through the API; the token's user becomes its owner. */
 export async function createOrganization(t: TestServer, name: string, token: string = t.adminToken): Promise<void> {
-  const r = await t.api('POST', '/api/v2/organizations', {
-    token,
-    body: { data: { type: 'organizations', attributes: { name, email: `owners@${name.toLowerCase()}.example.com` } } },
-  });
-  if (r.status !== 201) throw new Error(`create organization ${name}: ${r.status} ${r.text}`);
+  await createOrg(t, name, { token });
 }
 
 /** A real gzip'd tar of the given files (paths relative to the archive root). */
@@ -70,11 +67,7 @@ export async function publish(
 
 /** Invites the user to the organization and accepts as the user: an active, team-less member. */
 export async function addMember(t: TestServer, org: string, user: { username: string; token: string }): Promise<string> {
-  const inv = await t.api('POST', `/api/v2/organizations/${org}/organization-memberships`, {
-    body: { data: { type: 'organization-memberships', attributes: { email: `${user.username}@example.com` } } },
-  });
-  if (inv.status !== 201) throw new Error(`invite ${user.username}: ${inv.status} ${inv.text}`);
-  const acc = await t.api('POST', `/api/v2/organization-memberships/${inv.json.data.id}/actions/accept`, { token: user.token });
-  if (acc.status !== 200) throw new Error(`accept ${user.username}: ${acc.status} ${acc.text}`);
-  return inv.json.data.id;
+  const id = await invite(t, t.adminToken, org, user.username);
+  await accept(t, user.token, id);
+  return id;
 }

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { addMember, createModule, createOrganization, createVersion, moduleTarball, publish, upload } from '../helpers/registry.js';
+import { createTeam as createOrgTeam } from '../helpers/organizations.js';
 import { createUserWithToken, startTestServer, type TestServer } from '../helpers/server.js';
 
 let t: TestServer;
@@ -10,11 +11,7 @@ let consumer: { id: string; username: string; token: string };
 const versionBody = (version: string) => ({ data: { type: 'registry-module-versions', attributes: { version } } });
 
 async function createTeam(org: string, name: string, access: Record<string, boolean>): Promise<string> {
-  const r = await t.api('POST', `/api/v2/organizations/${org}/teams`, {
-    body: { data: { type: 'teams', attributes: { name, 'organization-access': access, visibility: 'organization' } } },
-  });
-  if (r.status !== 201) throw new Error(`create team: ${r.status} ${r.text}`);
-  return r.json.data.id;
+  return (await createOrgTeam(t, t.adminToken, org, name, { 'organization-access': access, visibility: 'organization' })).id;
 }
 
 beforeAll(async () => {

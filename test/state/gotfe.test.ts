@@ -1,22 +1,11 @@
-import { execFile, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildGoTfeProgram, hasGo, run } from '../helpers/gotfe.js';
 import { createOrg } from '../helpers/organizations.js';
 import { createUserWithToken, startTestServer, tempDir, type TestServer } from '../helpers/server.js';
 
-const run = promisify(execFile);
-const hasGo = spawnSync('go', ['version']).status === 0;
 if (!hasGo) console.warn('test/state/gotfe skipped: `go` is not installed (apt-get install golang-go golang-github-hashicorp-go-tfe-dev; .ci/run does this)');
-
-function debianGocode(): string {
-  const r = spawnSync('dpkg', ['-L', 'golang-github-hashicorp-go-tfe-dev'], { encoding: 'utf8' });
-  if (r.status !== 0) throw new Error('golang-github-hashicorp-go-tfe-dev is not installed: apt-get install golang-github-hashicorp-go-tfe-dev');
-  const dir = r.stdout.split('\n').find((l) => l.endsWith('/gocode'));
-  if (!dir) throw new Error('no gocode directory in dpkg -L golang-github-hashicorp-go-tfe-dev');
-  return dir;
-}
 
 describe.skipIf(!hasGo)('workspaces and state through the real go-tfe client', () => {
   let t: TestServer;
@@ -25,11 +14,7 @@ describe.skipIf(!hasGo)('workspaces and state through the real go-tfe client', (
 
   beforeAll(async () => {
     work = tempDir('terrace-gotfe-state-');
-    binary = path.join(work, 'gotfe-state');
-    await run('go', ['build', '-o', binary, path.resolve('test/state/gotfe/main.go')], {
-      env: { ...process.env, GO111MODULE: 'off', GOPATH: `${debianGocode()}:${work}`, GOCACHE: path.join(work, 'cache'), GOFLAGS: '' },
-      timeout: 240_000,
-    });
+    binary = await buildGoTfeProgram('test/state/gotfe/main.go', work);
     t = await startTestServer();
   }, 300_000);
 
