@@ -1,5 +1,4 @@
 import fs from 'node:fs';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildGoTfeProgram, hasGo, run } from '../helpers/gotfe.js';
 import { createUserWithToken, startTestServer, tempDir, type TestServer } from '../helpers/server.js';
