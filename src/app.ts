@@ -7,6 +7,7 @@ import { authenticate, type AppEnv } from './http/auth.js';
 import { ApiError, notFound, payloadTooLarge } from './http/errors.js';
 import { isRegistryPath, renderError } from './http/surface.js';
 import { identityRoutes } from './identity/routes.js';
+import { createMetrics } from './ops/metrics.js';
 import { opsRoutes } from './ops/routes.js';
 import { membershipRoutes } from './organizations/membership-routes.js';
 import { organizationRelatedRoutes } from './organizations/related-routes.js';
@@ -35,7 +36,9 @@ export function createApp(deps: Deps): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
   const log = deps.logger;
 
+  const metrics = createMetrics(deps);
   app.use('*', requestId({ headerName: 'X-Request-Id' }));
+  app.use('*', metrics.middleware);
   app.use('*', async (c, next) => {
     const started = performance.now();
     await next();
@@ -67,7 +70,7 @@ export function createApp(deps: Deps): Hono<AppEnv> {
   app.use('/v1/*', authenticate(deps));
   app.use('/v2/*', authenticate(deps));
 
-  app.route('/', opsRoutes(deps));
+  app.route('/', opsRoutes(deps, metrics.registry));
   app.route('/', discoveryRoutes());
   app.get('/api/v2/ping', (c) => c.body(null, 204));
   app.route('/api/v2', identityRoutes(deps));

@@ -1,10 +1,15 @@
 import { Hono } from 'hono';
 import type { Deps } from '../deps.js';
 import type { AppEnv } from '../http/auth.js';
+import type { Registry } from 'prom-client';
 
-/** Probes for orchestrators: /healthz says the process is alive, /readyz that it can serve. */
-export function opsRoutes(deps: Deps): Hono<AppEnv> {
+/**
+ * Probes for orchestrators (/healthz: the process is alive; /readyz: it can serve) and
+ * Prometheus metrics (/metrics).
+ */
+export function opsRoutes(deps: Deps, metrics: Registry): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
+  app.get('/metrics', async (c) => c.body(await metrics.metrics(), 200, { 'Content-Type': metrics.contentType }));
   app.get('/healthz', (c) => c.json({ status: 'ok' }));
   app.get('/readyz', async (c) => {
     const checks: Record<string, string> = {};

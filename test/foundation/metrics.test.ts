@@ -1,0 +1,43 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createOrganization, publish } from '../helpers/registry.js';
+import { startTestServer, type TestServer } from '../helpers/server.js';
+
+let t: TestServer;
+beforeAll(async () => {
+  t = await startTestServer();
+  await createOrganization(t, 'acme');
+  await publish(t, 'acme', 'vpc', 'aws', '1.0.0');
+  await publish(t, 'acme', 'vpc', 'aws', '1.1.0');
+  await t.api('GET', '/v1/modules/acme/vpc/aws/1.0.0/download');
+  await t.api('GET', '/v1/modules/acme/vpc/aws/1.0.0/download');
+});
+afterAll(async () => {
+  await t.close();
+});
+
+function metric(text: string, name: string): number {
+  const line = text.split('\n').find((l) => l.startsWith(`${name}{`) || l.startsWith(`${name} `));
+  if (!line) throw new Error(`no metric ${name}`);
+  return Number(line.split(' ').pop());
+}
+
+describe('GET /metrics', () => {
+  it('serves Prometheus text with registry counts read from the store', async () => {
+    const r = await t.api('GET', '/metrics', { token: null });
+    expect(r.status).toBe(200);
+    expect(r.headers.get('content-type')).toMatch(/^text\/plain; version=0\.0\.4/);
+    expect(metric(r.text, 'terrace_registry_modules')).toBe(1);
+    expect(metric(r.text, 'terrace_registry_module_versions')).toBe(2);
+    expect(metric(r.text, 'terrace_registry_downloads')).toBe(2);
+    expect(metric(r.text, 'terrace_jobs_due')).toBeGreaterThanOrEqual(0);
+    expect(r.text).toContain('process_resident_memory_bytes');
+  });
+
+  it('times requests by route pattern, never by raw path', async () => {
+    const r = await t.api('GET', '/metrics', { token: null });
+    const lines = r.text.split('\n').filter((l) => l.startsWith('terrace_http_request_duration_seconds_count'));
+    expect(lines.some((l) => l.includes('route="/v1/modules/:namespace/:name/:provider/:version/download"') && l.includes('status="204"'))).toBe(true);
+    expect(lines.some((l) => l.includes('/uploads/modules/') && !l.includes(':token'))).toBe(false);
+    expect(lines.some((l) => l.includes('acme'))).toBe(false);
+  });
+});
