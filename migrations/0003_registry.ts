@@ -1,4 +1,4 @@
-import type { Kysely } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 
 export async function up(db: Kysely<any>): Promise<void> {
   // A module is one (namespace, name, provider); its namespace is its organization's name, so
@@ -38,7 +38,15 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('published_at', 'text')
     .addUniqueConstraint('registry_module_versions_unique', ['module_id', 'version'])
     .execute();
-  await db.schema.createIndex('registry_module_versions_status').on('registry_module_versions').column('status').execute();
+  // Only unfinished uploads are ever looked up by status (start-up recovery). A plain status index
+  // tempts SQLite's planner into scanning every published version of the registry instead of
+  // using the module's own rows.
+  await db.schema
+    .createIndex('registry_module_versions_unfinished')
+    .on('registry_module_versions')
+    .column('status')
+    .where(sql.ref('status'), 'in', ['pending', 'uploading'])
+    .execute();
 
   // One row per module and UTC day, so week/month/year sums are exact and increments are atomic.
   await db.schema

@@ -29,8 +29,16 @@ export class Secrets {
     return { secrets: new Secrets(key), generated: true };
   }
 
+  private readonly subkeys = new Map<string, Buffer>();
+
+  /** Derived once per purpose: HKDF on every signature would sit on the download hot path. */
   subkey(purpose: string): Buffer {
-    return Buffer.from(hkdfSync('sha256', this.root, Buffer.alloc(0), `terrace:${purpose}`, 32));
+    let key = this.subkeys.get(purpose);
+    if (!key) {
+      key = Buffer.from(hkdfSync('sha256', this.root, Buffer.alloc(0), `terrace:${purpose}`, 32));
+      this.subkeys.set(purpose, key);
+    }
+    return key;
   }
 
   /** base64url HMAC-SHA256 of message under the purpose's subkey. */

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import SQLite from 'better-sqlite3';
-import { Kysely, Migrator, SqliteDialect, type Transaction } from 'kysely';
+import { CompiledQuery, Kysely, Migrator, SqliteDialect, type Compilable, type Transaction } from 'kysely';
 import { migrations } from '../../migrations/index.js';
 import type { Database } from './schema.js';
 
@@ -17,6 +17,34 @@ export interface Store {
   close(): Promise<void>;
 }
 
+const STATEMENT_CACHE_SIZE = 500;
+
+/**
+ * Kysely's SQLite driver prepares every statement anew, and compiling SQL costs more than running
+ * most of Terrace's indexed queries. This keeps prepared statements by SQL text, least recently
+ * used out first (bounded, since IN-lists make many distinct texts).
+ */
+function withStatementCache(sqlite: SQLite.Database) {
+  const statements = new Map<string, SQLite.Statement>();
+  return {
+    prepare(source: string): SQLite.Statement {
+      let stmt = statements.get(source);
+      if (stmt) {
+        statements.delete(source);
+      } else {
+        stmt = sqlite.prepare(source);
+        if (statements.size >= STATEMENT_CACHE_SIZE) statements.delete(statements.keys().next().value!);
+      }
+      statements.set(source, stmt);
+      return stmt;
+    },
+    close(): void {
+      statements.clear();
+      sqlite.close();
+    },
+  };
+}
+
 /** Opens (creating if needed) the SQLite file, sets WAL, foreign keys and a busy timeout. */
 export function openSqlite(file: string): Store {
   fs.mkdirSync(path.dirname(file), { recursive: true });
@@ -25,7 +53,8 @@ export function openSqlite(file: string): Store {
   sqlite.pragma('foreign_keys = ON');
   sqlite.pragma('busy_timeout = 5000');
   sqlite.pragma('synchronous = NORMAL');
-  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }) });
+  sqlite.pragma('cache_size = -65536');
+  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
   let closed = false;
   return {
     db,
@@ -57,4 +86,17 @@ export function inTransaction<T>(db: Db, fn: (tx: Tx) => Promise<T>): Promise<T>
 export function isUniqueViolation(err: unknown): boolean {
   const code = (err as { code?: string } | null)?.code;
   return code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY' || code === '23505';
+}
+
+/**
+ * A query whose SQL is built once and then only bound to new parameters, for hot paths where
+ * Kysely's query building costs more than the indexed lookup itself. build() must add its
+ * parameters in the order run() is given them.
+ */
+export function hotQuery<Row>(build: (db: Queryable) => Compilable<Row>): (db: Queryable, params: readonly unknown[]) => Promise<Row[]> {
+  let text: string | undefined;
+  return async (db, params) => {
+    text ??= build(db).compile().sql;
+    return (await db.executeQuery<Row>(CompiledQuery.raw(text, [...params]))).rows;
+  };
 }

@@ -1,5 +1,5 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
-import type { Queryable } from '../db/index.js';
+import { hotQuery, type Queryable } from '../db/index.js';
 import type { TokenKind, TokensTable } from '../db/schema.js';
 import { newId, randomBase62 } from '../ids.js';
 
@@ -45,10 +45,12 @@ export async function insertToken(db: Queryable, t: NewToken): Promise<{ row: To
   return { row, token };
 }
 
+const findTokenQuery = hotQuery((db) => db.selectFrom('tokens').selectAll().where('token_hash', '=', ''));
+
 /** Looks a presented token up by its hash and confirms the match in constant time. */
 export async function findToken(db: Queryable, presented: string): Promise<TokenRow | undefined> {
   const hash = hashToken(presented);
-  const row = await db.selectFrom('tokens').selectAll().where('token_hash', '=', hash).executeTakeFirst();
+  const [row] = await findTokenQuery(db, [hash]);
   if (!row) return undefined;
   const a = Buffer.from(row.token_hash, 'hex');
   const b = Buffer.from(hash, 'hex');

@@ -1,10 +1,12 @@
-import type { Queryable } from '../db/index.js';
+import { hotQuery, type Queryable } from '../db/index.js';
 import type { UsersTable } from '../db/schema.js';
 
 export type UserRow = UsersTable;
 
+const userByIdQuery = hotQuery((db) => db.selectFrom('users').selectAll().where('id', '=', ''));
+
 export async function getUserById(db: Queryable, id: string): Promise<UserRow | undefined> {
-  return db.selectFrom('users').selectAll().where('id', '=', id).executeTakeFirst();
+  return (await userByIdQuery(db, [id]))[0];
 }
 
 export async function getUserByUsername(db: Queryable, username: string): Promise<UserRow | undefined> {

@@ -1,4 +1,4 @@
-import type { Selectable } from 'kysely';
+import { sql, type Selectable } from 'kysely';
 import type { Queryable } from '../db/index.js';
 import type { OrganizationsTable } from '../db/schema.js';
 import { isSiteAdmin, type Principal } from '../identity/principal.js';
@@ -111,14 +111,20 @@ export async function memberOrganizationIds(db: Queryable, principal: Principal)
 export async function consumableOrganizationIds(db: Queryable, principal: Principal | null): Promise<string[] | 'all'> {
   if (!principal) return [];
   if (isSiteAdmin(principal)) return 'all';
-  const own = await memberOrganizationIds(db, principal);
-  if (own.length === 0) return [];
-  const producers = await db
-    .selectFrom('organization_module_producers')
-    .select('producer_id')
-    .where('organization_id', 'in', own)
-    .execute();
-  return [...new Set([...own, ...producers.map((r) => r.producer_id)])];
+  // One statement: it runs on every registry read.
+  const rows =
+    principal.kind === 'user'
+      ? await sql<{ id: string }>`
+          select m.organization_id as id from organization_memberships m where m.user_id = ${principal.user.id} and m.status = 'active'
+          union
+          select p.producer_id as id from organization_module_producers p
+            join organization_memberships m on m.organization_id = p.organization_id
+            where m.user_id = ${principal.user.id} and m.status = 'active'`.execute(db)
+      : await sql<{ id: string }>`
+          select ${principal.organizationId} as id
+          union
+          select producer_id as id from organization_module_producers where organization_id = ${principal.organizationId}`.execute(db);
+  return rows.rows.map((r) => r.id);
 }
 
 /** The teams of one organization the principal belongs to (a team token: its team). */

@@ -13,7 +13,7 @@ const PURPOSE = 'archive-url';
  * none), so it is a capability: expiry and signature live in the path, bound to the version,
  * and the path ends in .tar.gz so go-getter unpacks it. With S3 it is a presigned URL instead.
  */
-export async function archiveUrlFor(deps: Deps, module: ModuleWithOrg, version: VersionRow): Promise<string> {
+export async function archiveUrlFor(deps: Deps, module: ModuleWithOrg, version: Pick<VersionRow, 'id' | 'version' | 'blob_key'>): Promise<string> {
   const filename = `${module.name}-${module.provider}-${version.version}.tar.gz`;
   if (deps.blobs.driver === 's3' && !deps.config.s3.proxyDownloads && version.blob_key) {
     const direct = await deps.blobs.directUrl(version.blob_key, { expiresInSeconds: deps.config.archiveUrlTtlSeconds, filename });

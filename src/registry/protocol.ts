@@ -13,6 +13,7 @@ import {
   findModule,
   findModulesByName,
   getVersion,
+  getVersionForDownload,
   latestVersionRows,
   listModules,
   listVersions,
@@ -98,7 +99,7 @@ export function protocolRoutes(deps: Deps): Hono<AppEnv> {
     const m = await readable(c);
     const raw = c.req.param('version');
     const version = normalizeRequestedVersion(raw);
-    const row = version ? await getVersion(deps.db, m.id, version) : undefined;
+    const row = version ? await getVersionForDownload(deps.db, m.id, version) : undefined;
     if (!row || row.status !== 'ok') throw notFound(`version ${raw} of ${m.namespace}/${m.name}/${m.provider} not found`);
     const url = await archiveUrlFor(deps, m, row);
     await recordDownload(deps.db, m.id, deps.clock.now().toISOString().slice(0, 10));

@@ -22,24 +22,18 @@ export async function recoverRegistry(deps: Deps): Promise<{ resetUploads: numbe
       .where('status', '=', 'uploading')
       .execute();
   }
+  // One scan for every referenced key (blob_key has no index; a lookup per listed blob would scan
+  // the table each time). Safe only before this process serves: an upload claimed after the scan
+  // would not be in it. A shared store (several instances) will need this as a leased job.
+  const referenced = new Set(
+    (await deps.db.selectFrom('registry_module_versions').select('blob_key').where('blob_key', 'is not', null).execute()).map((r) => r.blob_key),
+  );
   let orphansRemoved = 0;
-  let batch: string[] = [];
-  const sweep = async () => {
-    const referenced = new Set(
-      (await deps.db.selectFrom('registry_module_versions').select('blob_key').where('blob_key', 'in', batch).execute()).map((r) => r.blob_key),
-    );
-    for (const key of batch) {
-      if (referenced.has(key)) continue;
-      await deps.blobs.delete(key);
-      orphansRemoved++;
-    }
-    batch = [];
-  };
   for await (const blob of deps.blobs.list('modules/')) {
-    batch.push(blob.key);
-    if (batch.length === 500) await sweep();
+    if (referenced.has(blob.key)) continue;
+    await deps.blobs.delete(blob.key);
+    orphansRemoved++;
   }
-  if (batch.length) await sweep();
   if (stuck.length || orphansRemoved) {
     deps.logger.warn({ resetUploads: stuck.length, orphansRemoved }, 'recovered interrupted module uploads');
   }

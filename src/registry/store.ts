@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import type { Queryable } from '../db/index.js';
+import { hotQuery, type Queryable } from '../db/index.js';
 import type { RegistryModulesTable, RegistryModuleVersionsTable } from '../db/schema.js';
 import { emptyContents, type ModuleContents } from './inspect/index.js';
 import type { ModuleInfo } from './inspect/model.js';
@@ -23,18 +23,26 @@ const moduleColumns = [
   'organizations.name as namespace',
 ] as const;
 
+const listColumns = moduleColumns.filter((c) => c !== 'registry_modules.versions_json') as Exclude<
+  (typeof moduleColumns)[number],
+  'registry_modules.versions_json'
+>[];
+
 function modulesWithOrg(db: Queryable) {
   return db.selectFrom('registry_modules').innerJoin('organizations', 'organizations.id', 'registry_modules.organization_id');
 }
 
+const findModuleQuery = hotQuery((db) =>
+  modulesWithOrg(db)
+    .select(moduleColumns)
+    .where('organizations.name_lower', '=', '')
+    .where('registry_modules.name_lower', '=', '')
+    .where('registry_modules.provider', '=', ''),
+);
+
 /** Namespace and name match case-insensitively; the provider is always lower case. */
 export async function findModule(db: Queryable, namespace: string, name: string, provider: string): Promise<ModuleWithOrg | undefined> {
-  return modulesWithOrg(db)
-    .select(moduleColumns)
-    .where('organizations.name_lower', '=', namespace.toLowerCase())
-    .where('registry_modules.name_lower', '=', name.toLowerCase())
-    .where('registry_modules.provider', '=', provider)
-    .executeTakeFirst();
+  return (await findModuleQuery(db, [namespace.toLowerCase(), name.toLowerCase(), provider]))[0];
 }
 
 export async function findModulesByName(db: Queryable, namespace: string, name: string): Promise<ModuleWithOrg[]> {
@@ -77,7 +85,8 @@ export interface ModuleListFilter {
 /** A page of modules plus whether more exist (fetches limit + 1). */
 export async function listModules(db: Queryable, f: ModuleListFilter): Promise<{ rows: ModuleWithOrg[]; hasMore: boolean; total?: number }> {
   if (f.organizationIds !== 'all' && f.organizationIds.length === 0) return { rows: [], hasMore: false };
-  let qb = modulesWithOrg(db).select(moduleColumns);
+  // Lists never render versions_json: leaving it out keeps kilobytes per matching row out of the sort.
+  let qb = modulesWithOrg(db).select([...listColumns, sql<string>`'[]'`.as('versions_json')]);
   if (f.organizationIds !== 'all') qb = qb.where('registry_modules.organization_id', 'in', f.organizationIds);
   if (f.organizationId) qb = qb.where('registry_modules.organization_id', '=', f.organizationId);
   if (f.namespace) qb = qb.where('organizations.name_lower', '=', f.namespace.toLowerCase());
@@ -117,6 +126,16 @@ export async function countModules(db: Queryable, organizationId: string): Promi
     .where('organization_id', '=', organizationId)
     .executeTakeFirstOrThrow();
   return Number(r.n);
+}
+
+/** The columns a download needs: the inspected contents can weigh kilobytes. */
+export async function getVersionForDownload(db: Queryable, moduleId: string, version: string) {
+  return db
+    .selectFrom('registry_module_versions')
+    .select(['id', 'module_id', 'version', 'status', 'blob_key'])
+    .where('module_id', '=', moduleId)
+    .where('version', '=', version)
+    .executeTakeFirst();
 }
 
 export async function getVersion(db: Queryable, moduleId: string, version: string): Promise<VersionRow | undefined> {
