@@ -149,7 +149,7 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): Config 
     maxArchiveBytes: int(env, 'TERRACE_MAX_ARCHIVE_BYTES', 512 * MiB, 1024, 64 * 1024 * MiB),
     maxArchiveEntries: int(env, 'TERRACE_MAX_ARCHIVE_ENTRIES', 10_000, 1, 10_000_000),
     maxArchiveUnpackedBytes: int(env, 'TERRACE_MAX_ARCHIVE_UNPACKED_BYTES', 2048 * MiB, 1024, 256 * 1024 * MiB),
-    inspectTimeoutMs: int(env, 'TERRACE_INSPECT_TIMEOUT_MS', 10_000, 100, 600_000),
+    inspectTimeoutMs: int(env, 'TERRACE_INSPECT_TIMEOUT_MS', 10_000, 1, 600_000),
     inspectMaxHeapMb: int(env, 'TERRACE_INSPECT_MAX_HEAP_MB', 256, 16, 8192),
     archiveUrlTtlSeconds: int(env, 'TERRACE_ARCHIVE_URL_TTL', 300, 10, 7 * 24 * 3600),
     uploadUrlTtlSeconds: int(env, 'TERRACE_UPLOAD_URL_TTL', 3600, 10, 7 * 24 * 3600),
