@@ -40,6 +40,8 @@ export function createApp(deps: Deps): Hono<AppEnv> {
   app.use('*', requestId({ headerName: 'X-Request-Id' }));
   app.use('*', metrics.middleware);
   app.use('*', async (c, next) => {
+    // Access logs are info level; below it, this costs nothing per request.
+    if (!log.isLevelEnabled('info')) return next();
     const started = performance.now();
     await next();
     log.info(

@@ -1,7 +1,8 @@
 import type { Deps } from '../deps.js';
 import { rfc3339 } from '../clock.js';
-import { findToken, tokenExpired } from './tokens.js';
-import { getUserById, type UserRow } from './users.js';
+import { hotQuery } from '../db/index.js';
+import { hashToken, sameHash, tokenExpired } from './tokens.js';
+import type { UserRow } from './users.js';
 
 /** Who is calling: resolved once per request from the bearer token. */
 export type Principal =
@@ -11,22 +12,58 @@ export type Principal =
 
 const LAST_USED_GRANULARITY_MS = 60_000;
 
+// Token, its user and its team in one statement: this runs on every authenticated request.
+const principalQuery = hotQuery((db) =>
+  db
+    .selectFrom('tokens')
+    .leftJoin('users', 'users.id', 'tokens.user_id')
+    .leftJoin('teams', 'teams.id', 'tokens.team_id')
+    .select([
+      'tokens.id',
+      'tokens.kind',
+      'tokens.token_hash',
+      'tokens.organization_id',
+      'tokens.last_used_at',
+      'tokens.expired_at',
+      'users.id as user_id',
+      'users.username',
+      'users.username_lower',
+      'users.email',
+      'users.email_lower',
+      'users.is_site_admin',
+      'users.is_service_account',
+      'users.created_at as user_created_at',
+      'teams.id as team_id',
+      'teams.organization_id as team_organization_id',
+    ])
+    .where('tokens.token_hash', '=', ''),
+);
+
 /** The principal a token stands for, or null if the token is unknown, expired or orphaned. */
 export async function resolvePrincipal(deps: Deps, presented: string): Promise<Principal | null> {
-  const row = await findToken(deps.db, presented);
+  const hash = hashToken(presented);
+  const [row] = await principalQuery(deps.db, [hash]);
   const now = deps.clock.now();
-  if (!row || tokenExpired(row, now)) return null;
+  if (!row || !sameHash(row.token_hash, hash) || tokenExpired(row, now)) return null;
   // Touch last_used_at at most once a minute so hot read paths do not write on every request.
   if (!row.last_used_at || now.getTime() - new Date(row.last_used_at).getTime() > LAST_USED_GRANULARITY_MS) {
     await deps.db.updateTable('tokens').set({ last_used_at: rfc3339(now) }).where('id', '=', row.id).execute();
   }
   if (row.kind === 'user' && row.user_id) {
-    const user = await getUserById(deps.db, row.user_id);
-    return user ? { kind: 'user', tokenId: row.id, user } : null;
+    const user: UserRow = {
+      id: row.user_id,
+      username: row.username!,
+      username_lower: row.username_lower!,
+      email: row.email!,
+      email_lower: row.email_lower!,
+      is_site_admin: row.is_site_admin!,
+      is_service_account: row.is_service_account!,
+      created_at: row.user_created_at!,
+    };
+    return { kind: 'user', tokenId: row.id, user };
   }
   if (row.kind === 'team' && row.team_id) {
-    const team = await deps.db.selectFrom('teams').select(['id', 'organization_id']).where('id', '=', row.team_id).executeTakeFirst();
-    return team ? { kind: 'team', tokenId: row.id, teamId: team.id, organizationId: team.organization_id } : null;
+    return { kind: 'team', tokenId: row.id, teamId: row.team_id, organizationId: row.team_organization_id! };
   }
   if (row.kind === 'organization' && row.organization_id) {
     return { kind: 'organization', tokenId: row.id, organizationId: row.organization_id };

@@ -1,5 +1,5 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
-import { hotQuery, type Queryable } from '../db/index.js';
+import type { Queryable } from '../db/index.js';
 import type { TokenKind, TokensTable } from '../db/schema.js';
 import { newId, randomBase62 } from '../ids.js';
 
@@ -45,18 +45,13 @@ export async function insertToken(db: Queryable, t: NewToken): Promise<{ row: To
   return { row, token };
 }
 
-const findTokenQuery = hotQuery((db) => db.selectFrom('tokens').selectAll().where('token_hash', '=', ''));
-
-/** Looks a presented token up by its hash and confirms the match in constant time. */
-export async function findToken(db: Queryable, presented: string): Promise<TokenRow | undefined> {
-  const hash = hashToken(presented);
-  const [row] = await findTokenQuery(db, [hash]);
-  if (!row) return undefined;
-  const a = Buffer.from(row.token_hash, 'hex');
-  const b = Buffer.from(hash, 'hex');
-  return a.length === b.length && timingSafeEqual(a, b) ? row : undefined;
+/** Constant-time equality of two hex digests. */
+export function sameHash(a: string, b: string): boolean {
+  const x = Buffer.from(a, 'hex');
+  const y = Buffer.from(b, 'hex');
+  return x.length === y.length && timingSafeEqual(x, y);
 }
 
-export function tokenExpired(row: TokenRow, now: Date): boolean {
+export function tokenExpired(row: Pick<TokenRow, 'expired_at'>, now: Date): boolean {
   return row.expired_at !== null && new Date(row.expired_at).getTime() <= now.getTime();
 }

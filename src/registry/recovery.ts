@@ -11,6 +11,8 @@ export async function recoverRegistry(deps: Deps): Promise<{ resetUploads: numbe
   const stuck = await deps.db
     .selectFrom('registry_module_versions')
     .select(['id', 'blob_key'])
+    // Repeats the partial index's condition so SQLite uses it instead of scanning every version.
+    .where('status', 'in', ['pending', 'uploading'])
     .where('status', '=', 'uploading')
     .execute();
   for (const v of stuck) {

@@ -10,7 +10,7 @@ function parseWarnings(v: VersionRow): string[] {
 }
 
 /** The protocol's Module object (list, search, detail). */
-export function protocolModule(m: ModuleWithOrg, latest: VersionRow | undefined, downloads: number): Record<string, unknown> {
+export function protocolModule(m: ModuleWithOrg, latest: Pick<VersionRow, 'version' | 'description' | 'published_at'> | undefined, downloads: number): Record<string, unknown> {
   const version = latest?.version ?? m.latest_version ?? '';
   return {
     id: `${m.namespace}/${m.name}/${m.provider}/${version}`,

@@ -149,12 +149,15 @@ export async function listVersions(db: Queryable, moduleId: string, status?: Ver
 }
 
 /** Versions of many modules at once, keyed by module id (for detail and list rendering). */
-export async function latestVersionRows(db: Queryable, modules: ModuleRow[]): Promise<Map<string, VersionRow>> {
+export type LatestVersion = Pick<VersionRow, 'module_id' | 'version' | 'description' | 'published_at'>;
+
+export async function latestVersionRows(db: Queryable, modules: ModuleRow[]): Promise<Map<string, LatestVersion>> {
   const wanted = modules.filter((m) => m.latest_version !== null);
   if (wanted.length === 0) return new Map();
+  // Only what a list entry shows: the inspected contents weigh kilobytes per row.
   const rows = await db
     .selectFrom('registry_module_versions')
-    .selectAll()
+    .select(['module_id', 'version', 'description', 'published_at'])
     .where((eb) => eb.or(wanted.map((m) => eb.and([eb('module_id', '=', m.id), eb('version', '=', m.latest_version!)]))))
     .execute();
   return new Map(rows.map((r) => [r.module_id, r]));
