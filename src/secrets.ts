@@ -53,6 +53,24 @@ export class Secrets {
     return expected.length === given.length && timingSafeEqual(expected, given);
   }
 
+  /**
+   * A capability for a URL path segment, "<expiry>.<signature>": binds the subject (what the URL
+   * opens) to an expiry, so the URL needs no other credential.
+   */
+  capability(purpose: string, subject: string, expiresAt: Date): string {
+    const expires = Math.floor(expiresAt.getTime() / 1000);
+    return `${expires}.${this.sign(purpose, `${subject}:${expires}`)}`;
+  }
+
+  /** True only for an untampered capability for this subject that has not expired at now. */
+  checkCapability(purpose: string, subject: string, capability: string, now: Date): boolean {
+    const dot = capability.indexOf('.');
+    const expires = Number(capability.slice(0, dot));
+    if (dot < 1 || !Number.isSafeInteger(expires)) return false;
+    if (!this.verify(purpose, `${subject}:${expires}`, capability.slice(dot + 1))) return false;
+    return expires * 1000 > now.getTime();
+  }
+
   /** AES-256-GCM for secrets that must be read back (HMAC keys, VCS tokens). */
   encrypt(plaintext: string): string {
     const iv = randomBytes(12);

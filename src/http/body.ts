@@ -1,3 +1,5 @@
+import { Readable } from 'node:stream';
+import type { ReadableStream } from 'node:stream/web';
 import type { Context } from 'hono';
 import type { z } from 'zod';
 import { ApiError, badRequest, unprocessable, unsupportedMediaType } from './errors.js';
@@ -85,4 +87,15 @@ export async function readIdentifiers(c: Context, type: string): Promise<string[
     }
     return item.id;
   });
+}
+
+/** The raw request body as a Node stream, for uploads that go straight to the blob store. */
+export function requestBody(c: Context): Readable {
+  return c.req.raw.body ? Readable.fromWeb(c.req.raw.body as ReadableStream) : Readable.from([]);
+}
+
+/** The Content-Length the client declared, or null when absent or not a number. */
+export function declaredLength(c: Context): number | null {
+  const raw = c.req.header('content-length');
+  return raw !== undefined && /^\d+$/.test(raw) ? Number(raw) : null;
 }

@@ -1,9 +1,8 @@
-import { Readable } from 'node:stream';
 import { Hono, type Context } from 'hono';
 import { z } from 'zod';
 import type { Deps } from '../deps.js';
 import { requirePrincipal, type AppEnv } from '../http/auth.js';
-import { readResource } from '../http/body.js';
+import { declaredLength, readResource, requestBody } from '../http/body.js';
 import { notFound, unprocessable } from '../http/errors.js';
 import { jsonApi } from '../http/jsonapi.js';
 import { pageLinksAndMeta, parsePage } from '../http/pagination.js';
@@ -154,10 +153,7 @@ export function registryApiRoutes(deps: Deps): Hono<AppEnv> {
 export function uploadRoutes(deps: Deps): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
   app.put('/uploads/modules/:token', async (c) => {
-    const raw = c.req.header('content-length');
-    const contentLength = raw !== undefined && /^\d+$/.test(raw) ? Number(raw) : null;
-    const body = c.req.raw.body ? Readable.fromWeb(c.req.raw.body as import('node:stream/web').ReadableStream) : Readable.from([]);
-    const version = await receiveUpload(deps, c.req.param('token'), body, contentLength);
+    const version = await receiveUpload(deps, c.req.param('token'), requestBody(c), declaredLength(c));
     return jsonApi(c, { data: { id: version.id, type: 'registry-module-versions', attributes: { status: version.status, version: version.version, size: version.size, sha256: version.sha256 } } });
   });
   return app;

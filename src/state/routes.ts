@@ -1,10 +1,9 @@
-import { Readable } from 'node:stream';
 import { Hono, type Context } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
-import { BlobNotFoundError } from '../blobs/types.js';
 import type { Deps } from '../deps.js';
 import { requirePrincipal, type AppEnv } from '../http/auth.js';
-import { readResource } from '../http/body.js';
+import { declaredLength, readResource, requestBody } from '../http/body.js';
+import { sendBlob } from '../http/blob-response.js';
 import { notFound, payloadTooLarge, serviceUnavailable, unprocessable } from '../http/errors.js';
 import { jsonApi } from '../http/jsonapi.js';
 import { pageLinksAndMeta, parsePage } from '../http/pagination.js';
@@ -141,26 +140,17 @@ export function stateRoutes(deps: Deps): Hono<AppEnv> {
   return app;
 }
 
-function bodyStream(c: Context): Readable {
-  return c.req.raw.body ? Readable.fromWeb(c.req.raw.body as import('node:stream/web').ReadableStream) : Readable.from([]);
-}
-
-function contentLength(c: Context): number | null {
-  const raw = c.req.header('content-length');
-  return raw !== undefined && /^\d+$/.test(raw) ? Number(raw) : null;
-}
-
 /** Capability URLs outside /api: the one-time upload URLs and the signed state file downloads. */
 export function stateFileRoutes(deps: Deps): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
 
   app.put('/uploads/state/:token', async (c) => {
-    const sv = await receiveStateUpload(deps, c.req.param('token'), bodyStream(c), contentLength(c));
+    const sv = await receiveStateUpload(deps, c.req.param('token'), requestBody(c), declaredLength(c));
     return jsonApi(c, { data: { id: sv.id, type: 'state-versions', attributes: { status: sv.status, size: sv.size, serial: sv.serial } } });
   });
 
   app.put('/uploads/state-json/:token', async (c) => {
-    const sv = await receiveJsonStateUpload(deps, c.req.param('token'), bodyStream(c), contentLength(c));
+    const sv = await receiveJsonStateUpload(deps, c.req.param('token'), requestBody(c), declaredLength(c));
     return jsonApi(c, { data: { id: sv.id, type: 'state-versions', attributes: { status: sv.status } } });
   });
 
@@ -172,20 +162,7 @@ export function stateFileRoutes(deps: Deps): Hono<AppEnv> {
     const sv = await getStateVersion(deps.db, svId);
     const key = file === 'state.json' ? (sv?.status === 'finalized' ? sv.blob_key : null) : sv?.json_state_blob_key;
     if (!key) throw refuse();
-    const stat = await deps.blobs.stat(key);
-    if (!stat) throw refuse();
-    let stream: Readable;
-    try {
-      stream = await deps.blobs.get(key);
-    } catch (err) {
-      if (err instanceof BlobNotFoundError) throw refuse();
-      throw err;
-    }
-    return c.body(Readable.toWeb(stream) as ReadableStream, 200, {
-      'Content-Type': 'application/json',
-      'Content-Length': String(stat.size),
-      'Cache-Control': 'private, no-store',
-    });
+    return sendBlob(c, deps, key, { contentType: 'application/json', ranges: false, refuse });
   });
 
   return app;

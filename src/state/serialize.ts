@@ -7,18 +7,13 @@ const DOWNLOAD_PURPOSE = 'state-file-url';
 export type StateFile = 'state.json' | 'json-state.json';
 
 function downloadUrl(deps: Deps, svId: string, file: StateFile): string {
-  const expires = Math.floor(deps.clock.now().getTime() / 1000) + deps.config.archiveUrlTtlSeconds;
-  const sig = deps.secrets.sign(DOWNLOAD_PURPOSE, `${svId}:${file}:${expires}`);
-  return `${deps.config.publicUrl}/state-files/${svId}/${expires}.${sig}/${file}`;
+  const expiresAt = new Date(deps.clock.now().getTime() + deps.config.archiveUrlTtlSeconds * 1000);
+  return `${deps.config.publicUrl}/state-files/${svId}/${deps.secrets.capability(DOWNLOAD_PURPOSE, `${svId}:${file}`, expiresAt)}/${file}`;
 }
 
 /** Checks a download capability; false for tampered, foreign or expired ones. */
 export function verifyDownload(deps: Deps, svId: string, file: string, capability: string): boolean {
-  const dot = capability.indexOf('.');
-  const expires = Number(capability.slice(0, dot));
-  if (dot < 1 || !Number.isSafeInteger(expires)) return false;
-  if (!deps.secrets.verify(DOWNLOAD_PURPOSE, `${svId}:${file}:${expires}`, capability.slice(dot + 1))) return false;
-  return expires * 1000 > deps.clock.now().getTime();
+  return deps.secrets.checkCapability(DOWNLOAD_PURPOSE, `${svId}:${file}`, capability, deps.clock.now());
 }
 
 export interface StateVersionView {

@@ -1,0 +1,58 @@
+import { Readable } from 'node:stream';
+import type { Context } from 'hono';
+import { BlobNotFoundError, type ByteRange } from '../blobs/types.js';
+import type { Deps } from '../deps.js';
+import type { ApiError } from './errors.js';
+
+/** Parses a single "bytes=" range; null means serve the whole body; 'unsatisfiable' means 416. */
+export function parseRange(header: string | undefined, size: number): ByteRange | null | 'unsatisfiable' {
+  if (!header) return null;
+  const m = /^bytes=(\d*)-(\d*)$/.exec(header.trim());
+  if (!m || (m[1] === '' && m[2] === '')) return null; // multi-range or malformed: RFC 9110 allows ignoring
+  if (m[1] === '') {
+    const suffix = Number(m[2]);
+    if (suffix === 0 || size === 0) return 'unsatisfiable';
+    return { start: Math.max(0, size - suffix), end: size - 1 };
+  }
+  const start = Number(m[1]);
+  const end = m[2] === '' ? size - 1 : Math.min(Number(m[2]), size - 1);
+  if (start >= size || end < start) return 'unsatisfiable';
+  return { start, end };
+}
+
+export interface SendBlobOptions {
+  contentType: string;
+  /** Answer Range requests with 206 (and advertise Accept-Ranges). */
+  ranges: boolean;
+  /** The error for a blob that is gone: capability URLs answer the same for every refusal. */
+  refuse: () => ApiError;
+}
+
+/**
+ * Streams a blob as the response with an exact Content-Length and no Content-Encoding. HEAD
+ * (which Hono routes through GET) gets the headers without a stream being opened.
+ */
+export async function sendBlob(c: Context, deps: Deps, key: string, opts: SendBlobOptions): Promise<Response> {
+  const stat = await deps.blobs.stat(key);
+  if (!stat) throw opts.refuse();
+  const headers: Record<string, string> = { 'Content-Type': opts.contentType, 'Cache-Control': 'private, no-store' };
+  let range: ByteRange | null = null;
+  if (opts.ranges) {
+    headers['Accept-Ranges'] = 'bytes';
+    const parsed = parseRange(c.req.header('range'), stat.size);
+    if (parsed === 'unsatisfiable') return c.body(null, 416, { ...headers, 'Content-Range': `bytes */${stat.size}` });
+    range = parsed;
+  }
+  const status = range ? 206 : 200;
+  headers['Content-Length'] = String(range ? range.end! - range.start + 1 : stat.size);
+  if (range) headers['Content-Range'] = `bytes ${range.start}-${range.end}/${stat.size}`;
+  if (c.req.method === 'HEAD') return c.body(null, status, headers);
+  let stream: Readable;
+  try {
+    stream = await deps.blobs.get(key, range ?? undefined);
+  } catch (err) {
+    if (err instanceof BlobNotFoundError) throw opts.refuse();
+    throw err;
+  }
+  return c.body(Readable.toWeb(stream) as ReadableStream, status, headers);
+}
