@@ -4,6 +4,7 @@ import * as m0002 from './0002_organizations.js';
 import * as m0003 from './0003_registry.js';
 import * as m0004 from './0004_module_contents.js';
 import * as m0005 from './0005_workspaces_state.js';
+import * as m0007 from './0007_retention.js';
 
 /** Forward-only, applied in key order at start. Never edit a migration that has shipped: add one. */
 export const migrations: Record<string, Migration> = {
@@ -12,4 +13,5 @@ export const migrations: Record<string, Migration> = {
   '0003_registry': m0003,
   '0004_module_contents': m0004,
   '0005_workspaces_state': m0005,
+  '0007_retention': m0007,
 };

@@ -76,6 +76,14 @@ export interface JobsTable {
   locked_until: string | null;
   last_error: string | null;
   created_at: string;
+  /** Set on a job that exists at most once (a recurring one); null otherwise. */
+  unique_key: string | null;
+}
+
+/** Blobs whose rows are gone and whose deletion from the blob store is not yet confirmed. */
+export interface BlobDeletionsTable {
+  key: string;
+  created_at: string;
 }
 
 export interface RegistryModulesTable {
@@ -221,6 +229,7 @@ export interface Database {
   team_members: TeamMembersTable;
   tokens: TokensTable;
   jobs: JobsTable;
+  blob_deletions: BlobDeletionsTable;
   agent_pools: AgentPoolsTable;
   organization_module_producers: OrganizationModuleProducersTable;
   data_retention_policies: DataRetentionPoliciesTable;

@@ -20,9 +20,12 @@ export interface JobRunnerOptions {
   maxAttempts?: number;
   /** Delay before attempt n+1 after attempt n (n from 1) failed. */
   backoffMs?: (attempt: number) => number;
+  /** Kinds (among the handlers) that repeat; see RecurringJob and ensureRecurring(). */
+  recurring?: RecurringJob[];
 }
 
 const DEFAULTS = {
+  recurring: [] as RecurringJob[],
   leaseMs: 60_000,
   pollMs: 250,
   maxAttempts: 8,
@@ -37,9 +40,30 @@ export async function enqueue(db: Queryable, kind: string, payload: unknown, run
   const id = newId('job');
   await db
     .insertInto('jobs')
-    .values({ id, kind, payload: JSON.stringify(payload ?? null), run_at: rfc3339(runAt), locked_until: null, last_error: null, created_at: rfc3339(now) })
+    .values({ id, kind, payload: JSON.stringify(payload ?? null), run_at: rfc3339(runAt), locked_until: null, last_error: null, created_at: rfc3339(now), unique_key: null })
     .execute();
   return id;
+}
+
+/**
+ * Work that repeats (retention sweeps): one row per kind that is never deleted. When a run
+ * finishes, or fails for good, the runner puts the row back to run again everyMs later with
+ * the initial payload, so a sweep can neither pile up nor be parked forever.
+ */
+export interface RecurringJob {
+  kind: string;
+  everyMs: number;
+  /** The payload each run starts from. */
+  payload: unknown;
+}
+
+/**
+ * Records a job's progress in its own row, so the attempt that takes over after a crash or a
+ * failure resumes from there (the handler receives this payload). Call it in the transaction
+ * whose work it records, so progress and work commit together.
+ */
+export async function saveJobProgress(db: Queryable, jobId: string, payload: unknown): Promise<void> {
+  await db.updateTable('jobs').set({ payload: JSON.stringify(payload ?? null) }).where('id', '=', jobId).execute();
 }
 
 // Runners in this process, by the database they serve: an enqueue here wakes them at once
@@ -65,6 +89,34 @@ export class JobRunner {
     opts: JobRunnerOptions = {},
   ) {
     this.opts = { ...DEFAULTS, ...opts };
+  }
+
+  /**
+   * Makes sure each recurring kind has its one row: created (first run everyMs from now) unless
+   * it exists, which the unique key decides even when several processes start at once. A row
+   * scheduled further out than everyMs from now (the interval was shortened) is brought in.
+   * Call at start-up, whether or not this process runs jobs.
+   */
+  async ensureRecurring(): Promise<void> {
+    for (const r of this.opts.recurring) {
+      const now = this.deps.clock.now();
+      const next = rfc3339(now.getTime() + r.everyMs);
+      await this.deps.db
+        .insertInto('jobs')
+        .values({
+          id: newId('job'),
+          kind: r.kind,
+          payload: JSON.stringify(r.payload ?? null),
+          run_at: next,
+          locked_until: null,
+          last_error: null,
+          created_at: rfc3339(now),
+          unique_key: r.kind,
+        })
+        .onConflict((oc) => oc.column('unique_key').doNothing())
+        .execute();
+      await this.deps.db.updateTable('jobs').set({ run_at: next }).where('unique_key', '=', r.kind).where('run_at', '>', next).execute();
+    }
   }
 
   /** Polls every pollMs, and right after an enqueue in this process. */
@@ -178,16 +230,28 @@ export class JobRunner {
       try {
         payload = JSON.parse(job.payload);
       } catch {
-        throw new PermanentJobError('the job payload is not JSON');
+        const recurring = this.recurringOf(job);
+        if (!recurring) throw new PermanentJobError('the job payload is not JSON');
+        log.warn('recurring job payload is not JSON; starting a fresh run');
+        payload = recurring.payload;
       }
       await handler(this.deps, payload, job);
       clearInterval(heartbeat);
-      await this.deps.db.deleteFrom('jobs').where('id', '=', job.id).execute();
+      const recurring = this.recurringOf(job);
+      if (recurring) await this.reschedule(job, recurring, null, true);
+      else await this.deps.db.deleteFrom('jobs').where('id', '=', job.id).execute();
       log.debug('job done');
     } catch (err) {
       clearInterval(heartbeat);
       const permanent = err instanceof PermanentJobError || job.attempts >= this.opts.maxAttempts;
       const message = err instanceof Error ? err.message : String(err);
+      const recurring = this.recurringOf(job);
+      if (permanent && recurring) {
+        // Its saved progress stays: the next run resumes this one.
+        const next = await this.reschedule(job, recurring, message, false);
+        log.error({ err, nextRunAt: next }, 'recurring job failed for good this time; its next run resumes it');
+        return;
+      }
       const runAt = rfc3339(this.deps.clock.now().getTime() + this.opts.backoffMs(job.attempts));
       await this.deps.db
         .updateTable('jobs')
@@ -202,5 +266,29 @@ export class JobRunner {
       if (permanent) log.error({ err }, 'job failed for good; it stays in the jobs table with its last error');
       else log.warn({ err, retryAt: runAt }, 'job failed; it will be retried');
     }
+  }
+
+  private recurringOf(job: JobRow): RecurringJob | undefined {
+    return job.unique_key === job.kind ? this.opts.recurring.find((r) => r.kind === job.kind) : undefined;
+  }
+
+  /**
+   * Puts a recurring job's row back for its next run, attempts counted afresh: after a finished
+   * run with the initial payload, after a failed one with the progress it saved.
+   */
+  private async reschedule(job: JobRow, r: RecurringJob, lastError: string | null, fresh: boolean): Promise<string> {
+    const next = rfc3339(this.deps.clock.now().getTime() + r.everyMs);
+    await this.deps.db
+      .updateTable('jobs')
+      .set({
+        run_at: next,
+        attempts: 0,
+        locked_until: null,
+        last_error: lastError?.slice(0, 2000) ?? null,
+        ...(fresh ? { payload: JSON.stringify(r.payload ?? null) } : {}),
+      })
+      .where('id', '=', job.id)
+      .execute();
+    return next;
   }
 }
