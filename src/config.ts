@@ -38,7 +38,11 @@ export interface Config {
   shutdownTimeoutMs: number;
   /** Installation default data retention (delete data older than N days); undefined = none. */
   dataRetentionDays: number | undefined;
-  /** Run background jobs (state processing, upload expiry) in this process. */
+  /** How often the data retention sweep runs. */
+  retentionSweepIntervalSeconds: number;
+  /** Records (state versions, …) the sweep removes per transaction. */
+  retentionBatchSize: number;
+  /** Run background jobs (state processing, upload expiry, retention sweeps) in this process. */
   jobsEnabled: boolean;
   /** Largest state file (and JSON state) accepted, decoded. */
   maxStateBytes: number;
@@ -169,6 +173,8 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): Config 
     shutdownTimeoutMs: int(env, 'TERRACE_SHUTDOWN_TIMEOUT_MS', 10_000, 0, 600_000),
     dataRetentionDays:
       str(env, 'TERRACE_DATA_RETENTION_DAYS') === undefined ? undefined : int(env, 'TERRACE_DATA_RETENTION_DAYS', 0, 1, 36_500),
+    retentionSweepIntervalSeconds: int(env, 'TERRACE_RETENTION_SWEEP_INTERVAL', 3600, 60, 7 * 24 * 3600),
+    retentionBatchSize: int(env, 'TERRACE_RETENTION_BATCH_SIZE', 100, 1, 10_000),
     jobsEnabled: bool(env, 'TERRACE_JOBS', true),
     maxStateBytes: int(env, 'TERRACE_MAX_STATE_BYTES', 64 * MiB, 1024, 4096 * MiB),
   };

@@ -10,7 +10,8 @@ import type { Config } from './config.js';
 import { migrate, openSqlite } from './db/index.js';
 import type { Deps } from './deps.js';
 import { ensureAdminToken } from './identity/bootstrap.js';
-import { jobHandlers } from './jobs/handlers.js';
+import { registerDomainHooks } from './domains.js';
+import { jobHandlers, recurringJobs } from './jobs/handlers.js';
 import { JobRunner } from './jobs/runner.js';
 import { createLogger, type Logger } from './logger.js';
 import { recoverRegistry } from './registry/recovery.js';
@@ -53,7 +54,9 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   const generatedAdminToken = await ensureAdminToken(deps);
   if (blobs instanceof FsBlobStore) await blobs.sweepTemp(0);
   await recoverRegistry(deps);
-  const jobs = new JobRunner(deps, jobHandlers());
+  registerDomainHooks();
+  const jobs = new JobRunner(deps, jobHandlers(), { recurring: recurringJobs(config) });
+  await jobs.ensureRecurring();
   if (config.jobsEnabled) jobs.start();
   const app = createApp(deps);
 

@@ -95,3 +95,10 @@ export async function listConsumers(db: Queryable, producerId: string, page: { l
 export async function getDataRetentionPolicy(db: Queryable, organizationId: string): Promise<DataRetentionPolicyRow | undefined> {
   return db.selectFrom('data_retention_policies').selectAll().where('organization_id', '=', organizationId).executeTakeFirst();
 }
+
+/** The organization whose id follows after (in id order), for sweeps that walk them all resumably. */
+export async function nextOrganizationId(db: Queryable, after: string | null): Promise<string | undefined> {
+  let q = db.selectFrom('organizations').select('id').orderBy('id').limit(1);
+  if (after !== null) q = q.where('id', '>', after);
+  return (await q.executeTakeFirst())?.id;
+}

@@ -55,6 +55,29 @@ export function stateBlobKeys(ws: { id: string; organization_id: string }, svId:
   return { state: `${base}.json`, jsonState: `${base}-json-state.json`, jsonOutputs: `${base}-json-outputs.json` };
 }
 
-export function blobKeysOf(sv: StateVersionRow): string[] {
+export function blobKeysOf(sv: Pick<StateVersionRow, 'blob_key' | 'json_state_blob_key' | 'json_outputs_blob_key'>): string[] {
   return [sv.blob_key, sv.json_state_blob_key, sv.json_outputs_blob_key].filter((k): k is string => k !== null);
+}
+
+/**
+ * Deletes up to limit finalized state versions of the organization's workspaces created before
+ * olderThan, never a workspace's current one, with their outputs, in the caller's transaction.
+ * Pending versions are left to their upload expiry. Returns what went and the blobs it leaves.
+ */
+export async function deleteOldStateVersions(tx: Queryable, organizationId: string, olderThan: string, limit: number) {
+  const doomed = await tx
+    .selectFrom('state_versions as sv')
+    .innerJoin('workspaces as w', 'w.id', 'sv.workspace_id')
+    .select(['sv.id', 'sv.blob_key', 'sv.json_state_blob_key', 'sv.json_outputs_blob_key'])
+    .where('w.organization_id', '=', organizationId)
+    .where('sv.status', '=', 'finalized')
+    .where('sv.created_at', '<', olderThan)
+    .where((eb) => eb.or([eb('w.current_state_version_id', 'is', null), eb('w.current_state_version_id', '!=', eb.ref('sv.id'))]))
+    .limit(limit)
+    .execute();
+  if (doomed.length === 0) return { ids: [] as string[], outputs: 0, blobKeys: [] as string[] };
+  const ids = doomed.map((r) => r.id);
+  const outputs = await tx.deleteFrom('state_version_outputs').where('state_version_id', 'in', ids).executeTakeFirst();
+  await tx.deleteFrom('state_versions').where('id', 'in', ids).execute();
+  return { ids, outputs: Number(outputs.numDeletedRows), blobKeys: doomed.flatMap(blobKeysOf) };
 }

@@ -22,6 +22,8 @@ describe('configuration', () => {
     expect(c.blobDriver).toBe('fs');
     expect(c.publicRead).toBe(false);
     expect(c.maxJsonBodyBytes).toBe(1024 * 1024);
+    expect(c.retentionSweepIntervalSeconds).toBe(3600);
+    expect(c.retentionBatchSize).toBe(100);
   });
 
   it('derives the public URL from the listen address and TLS', () => {
@@ -48,6 +50,8 @@ describe('configuration', () => {
     [{ TERRACE_BLOB_DRIVER: 's3' }, 'TERRACE_S3_BUCKET'],
     [{ TERRACE_LOG_LEVEL: 'loud' }, 'TERRACE_LOG_LEVEL'],
     [{ TERRACE_MAX_BODY_BYTES: '10' }, 'TERRACE_MAX_BODY_BYTES'],
+    [{ TERRACE_RETENTION_SWEEP_INTERVAL: '59' }, 'TERRACE_RETENTION_SWEEP_INTERVAL'],
+    [{ TERRACE_RETENTION_BATCH_SIZE: '0' }, 'TERRACE_RETENTION_BATCH_SIZE'],
   ])('rejects %o naming %s', (env, variable) => {
     const err = errorOf(env);
     expect(err.variable).toBe(variable);
