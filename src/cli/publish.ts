@@ -116,7 +116,7 @@ export async function publishArchive(
 export function describeResult(ctx: Ctx, r: PublishResult, snippet: boolean): void {
   const label = `${r.namespace}/${r.name}/${r.provider} ${r.version}`;
   if (r.status === 'skipped') return ctx.out(`${label}: already published, skipped`);
-  if (r.status === 'errored') return ctx.err(`${label}: publishing failed: ${r.error}`);
+  if (r.status === 'errored') return ctx.err(`error: ${label}: publishing failed: ${r.error}`);
   ctx.out(`${label}: published (${r.size} bytes, sha256 ${r.sha256})`);
   for (const w of r.warnings) ctx.err(`${label}: warning: ${w}`);
   if (snippet) {
