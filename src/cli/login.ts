@@ -98,7 +98,8 @@ The host becomes the default for later commands.`,
       const target = await discover(ctx.env, config, raw);
       const login = target.services['login.v1'] as LoginV1 | undefined;
       let token: string;
-      if (login && typeof login === 'object' && (login.grant_types ?? ['authz_code']).includes('authz_code')) {
+      // A token piped in wins even where the browser flow exists: that is how scripts log in.
+      if (ctx.stdin.isTTY && login && typeof login === 'object' && (login.grant_types ?? ['authz_code']).includes('authz_code')) {
         token = await oauthLogin(ctx, target, login);
       } else {
         if (ctx.stdin.isTTY) {

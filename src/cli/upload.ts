@@ -99,9 +99,9 @@ export async function uploadArchive(
         return { ok: true };
       }
       if (res.status === 413 || res.status === 422) return { ok: false, error: errorMessages(res.json).join('; ') || `refused with HTTP ${res.status}` };
-      if (res.status === 404) {
-        throw new CliError(`the upload URL is no longer valid: ${errorMessages(res.json).join('; ') || 'HTTP 404'}`, EXIT.failed, 'publish the version again; an unused upload URL expires after an hour');
-      }
+      // Used or expired: after a retry this usually means the first attempt reached the server
+      // after all; the version's status (read next) tells.
+      if (res.status === 404) return { ok: false, error: `the upload URL is no longer valid (${errorMessages(res.json).join('; ') || 'HTTP 404'}): publish the version again` };
       why = `HTTP ${res.status}${errorMessages(res.json).length ? `: ${errorMessages(res.json).join('; ')}` : ''}`;
       if (res.status < 500 && res.status !== 400 && res.status !== 429) {
         throw new CliError(`the upload was refused: ${why}`, EXIT.failed);
