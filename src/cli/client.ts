@@ -12,6 +12,8 @@ export interface Target {
   host: string;
   /** Absolute base URLs of the services the host offers. */
   services: Record<string, unknown>;
+  /** Where the services were read from: relative URLs in them resolve against it. */
+  base: URL;
   tfe: URL;
   modules: URL;
 }
@@ -203,7 +205,7 @@ export async function discover(env: Env, config: CliConfig, raw: string): Promis
   }
   const abs: Record<string, unknown> = {};
   for (const k of Object.keys(services)) abs[k] = typeof services[k] === 'string' ? resolve(k)!.href : services[k];
-  return { host, services: abs, tfe, modules };
+  return { host, services: abs, base, tfe, modules };
 }
 
 /** The host to talk to: --host, else TERRACE_HOST, else the one `terrace login` last stored. */

@@ -28,7 +28,7 @@ async function listenInRange(server: http.Server, ports: [number, number]): Prom
 
 /** The authorization code grant with PKCE (RFC 7636), as `terraform login` runs it. */
 async function oauthLogin(ctx: Ctx, target: Target, login: LoginV1): Promise<string> {
-  const base = new URL(String(target.services['login.v1']));
+  const base = target.base;
   const verifier = b64url(randomBytes(32));
   const state = b64url(randomBytes(16));
   const server = http.createServer();

@@ -13,7 +13,7 @@ export interface CliConfig {
   /** Tokens from `credentials` blocks and *.tfrc.json files, by comparison host name. */
   credentials: Map<string, { token: string; file: string }>;
   /** `host` blocks: service discovery overrides, by comparison host name. */
-  hosts: Map<string, Record<string, string>>;
+  hosts: Map<string, Record<string, unknown>>;
   /** Things Terraform would warn about too. */
   warnings: string[];
 }
@@ -86,8 +86,9 @@ function readConfigFile(file: string, into: CliConfig): void {
     const key = comparisonHost(host);
     const services = (v as Record<string, HclValue> | null)?.services;
     if (!key || typeof services !== 'object' || services === null || Array.isArray(services)) continue;
-    const s: Record<string, string> = {};
-    for (const [id, url] of Object.entries(services)) if (typeof url === 'string') s[id] = url;
+    // Values are URLs, or objects for services such as login.v1.
+    const s: Record<string, unknown> = {};
+    for (const [id, v] of Object.entries(services)) if (v !== null) s[id] = v;
     into.hosts.set(key, s);
   }
 }

@@ -1,7 +1,11 @@
+import { spawn } from 'node:child_process';
+import crypto from 'node:crypto';
 import fs from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { terrace, writeTree } from '../helpers/cli.js';
+import { BIN, hasCommand, terrace, writeTree } from '../helpers/cli.js';
 import { createUserWithToken, startTestServer, tempDir, type TestServer } from '../helpers/server.js';
 
 // Every place Terraform reads a token from, read by terrace the same way.
@@ -120,5 +124,82 @@ describe('terrace login', () => {
     expect(r.code).toBe(1);
     expect(r.stderr).toContain(`error: credentials for ${REGISTRY} are set in ${path.join(home, '.terraform.d', 'team.tfrc')}, which Terrace (like Terraform) does not edit`);
     expect(fs.existsSync(path.join(home, '.terraform.d', 'credentials.tfrc.json'))).toBe(false);
+  });
+});
+
+describe.runIf(hasCommand('script', ['--version']))('terrace login with login.v1', () => {
+  // The authorization server side of Terraform's login.v1 protocol (OAuth 2 authorization code
+  // with PKCE), as Terrace will offer it: it checks what the command sends and answers a token.
+  let oauth: http.Server;
+  let oauthUrl: string;
+  const seen: Record<string, string>[] = [];
+  let challenge = '';
+
+  beforeAll(async () => {
+    oauth = http.createServer((req, res) => {
+      const u = new URL(req.url!, 'http://x');
+      if (req.method === 'GET' && u.pathname === '/authorize') {
+        const q = Object.fromEntries(u.searchParams);
+        seen.push(q);
+        challenge = q.code_challenge!;
+        const back = new URL(q.redirect_uri!);
+        back.search = new URLSearchParams({ code: 'the-code', state: q.state! }).toString();
+        return void res.writeHead(302, { Location: back.href }).end();
+      }
+      if (req.method === 'POST' && u.pathname === '/token') {
+        let body = '';
+        req.on('data', (c) => (body += c));
+        req.on('end', () => {
+          const f = Object.fromEntries(new URLSearchParams(body));
+          seen.push(f);
+          const ok = f.grant_type === 'authorization_code' && f.code === 'the-code' && f.client_id === 'terraform-cli' &&
+            crypto.createHash('sha256').update(f.code_verifier!).digest('base64url') === challenge;
+          res.writeHead(ok ? 200 : 400, { 'Content-Type': 'application/json' }).end(JSON.stringify(ok ? { access_token: alice.token, token_type: 'bearer' } : { error: 'invalid_grant' }));
+        });
+        return;
+      }
+      res.writeHead(404).end();
+    });
+    await new Promise<void>((resolve) => oauth.listen(0, '127.0.0.1', resolve));
+    oauthUrl = `http://127.0.0.1:${(oauth.address() as AddressInfo).port}`;
+  });
+  afterAll(() => {
+    oauth.close();
+  });
+
+  it('runs the browser flow on a terminal and stores the token it gets', async () => {
+    const free = await new Promise<number>((resolve) => {
+      const s = http.createServer().listen(0, '127.0.0.1', () => {
+        const port = (s.address() as AddressInfo).port;
+        s.close(() => resolve(port));
+      });
+    });
+    const home = writeTree(tempDir('terrace-home-'), {
+      '.terraform.d/hosts.tfrc': `host "${REGISTRY}" {\n  services = {\n    "tfe.v2" = "${t.url}/api/v2/"\n    "modules.v1" = "${t.url}/v1/modules/"\n    "login.v1" = {\n      client = "terraform-cli"\n      grant_types = ["authz_code"]\n      authz = "${oauthUrl}/authorize"\n      token = "${oauthUrl}/token"\n      ports = [${free}, ${free}]\n    }\n  }\n}\n`,
+    });
+    const cmd = `'${process.execPath}' '${BIN}' login ${REGISTRY}`;
+    const child = spawn('script', ['-qec', cmd, '/dev/null'], { env: { PATH: process.env.PATH, HOME: home, TERM: 'dumb' }, stdio: ['pipe', 'pipe', 'pipe'] });
+    let out = '';
+    const exited = new Promise<number>((resolve) => child.on('close', (code) => resolve(code ?? -1)));
+    // Play the browser: open the printed URL and follow the redirect back to the command.
+    const url = await new Promise<string>((resolve) => {
+      child.stdout.on('data', (c) => {
+        out += c;
+        const m = /(http:\/\/127\.0\.0\.1:\d+\/authorize\?\S+)/.exec(out);
+        if (m) resolve(m[1]!);
+      });
+    });
+    const authz = await fetch(url, { redirect: 'manual' });
+    expect(authz.status).toBe(302);
+    const back = await fetch(authz.headers.get('location')!);
+    expect(back.status).toBe(200);
+    expect(await back.text()).toContain('Terrace login complete');
+    const code = await exited;
+    child.stdin.end();
+    expect(code, out).toBe(0);
+    expect(seen[0]).toMatchObject({ response_type: 'code', client_id: 'terraform-cli', redirect_uri: `http://localhost:${free}/login`, code_challenge_method: 'S256' });
+    expect(seen[1]).toMatchObject({ grant_type: 'authorization_code', code: 'the-code', redirect_uri: `http://localhost:${free}/login` });
+    expect(out).toContain(`Logged in to ${REGISTRY} as alice`);
+    expect(JSON.parse(fs.readFileSync(path.join(home, '.terraform.d', 'credentials.tfrc.json'), 'utf8'))).toEqual({ credentials: { [REGISTRY]: { token: alice.token } } });
   });
 });
