@@ -112,7 +112,6 @@ export function errorMessages(body: unknown): string[] {
 export interface ApiResponse { status: number; json: any; headers: Headers }
 
 export class Api {
-  private config: CliConfig | undefined;
   constructor(
     readonly env: Env,
     readonly target: Target,
@@ -167,10 +166,6 @@ export class Api {
     }
     if (res.status >= 500) return new CliError(`${what}: the server failed (${res.status})${detail ? `: ${detail}` : ''}`, EXIT.unavailable, 'try again later; if it persists, check the server log');
     return new CliError(`${what}: ${detail || `HTTP ${res.status}`}`, EXIT.failed);
-  }
-
-  cliConfig(): CliConfig {
-    return (this.config ??= loadCliConfig(this.env));
   }
 }
 

@@ -1,4 +1,5 @@
 // `terrace modules …`: read through the registry protocol (what Terraform sees), change through the API.
+import type { Api } from './client.js';
 import { bool, str, type Command } from './command.js';
 import { usageError } from './errors.js';
 import { modulePath } from './publish.js';
@@ -7,7 +8,7 @@ import { confirm, parseAddress, table } from './ui.js';
 const seg = encodeURIComponent;
 
 /** Every page of a registry protocol listing (offset/limit, meta.next_offset). */
-async function protocolPages(api: Awaited<ReturnType<import('./command.js').Ctx['api']>>, rel: string, what: string): Promise<any[]> {
+async function protocolPages(api: Api, rel: string, what: string): Promise<any[]> {
   const out: any[] = [];
   for (let offset = 0; ; ) {
     const sep = rel.includes('?') ? '&' : '?';

@@ -260,6 +260,7 @@ Examples:
     const mode = (str(p, 'progress') ?? 'auto') as 'auto' | 'lines' | 'none';
     if (!['auto', 'lines', 'none'].includes(mode)) throw usageError('--progress must be auto, lines or none');
     const timeout = str(p, 'timeout') ? Number(str(p, 'timeout')) : undefined;
+    if (timeout !== undefined && !(timeout > 0)) throw usageError('--timeout must be a number of seconds above 0');
     const packed = await packModule(dir);
     try {
       const api = await ctx.api();

@@ -26,7 +26,7 @@ export const sourceOf = (api: Api, m: ModuleRef) => `${api.target.host}/${m.org}
 
 /** The version's resource, or undefined when the module or version does not exist. */
 export async function findVersion(api: Api, m: ModuleRef, version: string): Promise<any | undefined> {
-  const res = await api.api('GET', `${modulePath(m)}/version?module_version=${seg(version)}`, undefined, `reading ${m.org}/${m.name}/${m.provider} ${version}`, );
+  const res = await api.api('GET', `${modulePath(m)}/version?module_version=${seg(version)}`, undefined, `reading ${m.org}/${m.name}/${m.provider} ${version}`);
   return res.json?.data;
 }
 
