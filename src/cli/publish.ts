@@ -52,8 +52,15 @@ export async function ensureModule(api: Api, m: ModuleRef): Promise<void> {
     new URL(`organizations/${seg(m.org)}/registry-modules`, api.target.tfe),
     { data: { type: 'registry-modules', attributes: { name: m.name, provider: m.provider, 'registry-name': 'private' } } },
     what,
-    [201, 422],
+    [201, 404, 422],
   );
+  if (res.status === 404) {
+    throw new CliError(
+      `${what}: organization ${m.org} does not exist on ${api.target.host}, or your token may not publish in it`,
+      EXIT.notFound,
+      `check the name; an owner can create it with \`terrace orgs create ${m.org} --email <address>\` or give you a team with manage-modules`,
+    );
+  }
   if (res.status === 422 && !/already exists/.test(JSON.stringify(res.json))) throw api.failure(res, what);
 }
 

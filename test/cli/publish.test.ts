@@ -124,7 +124,10 @@ describe('terrace publish <dir>', () => {
     expect(unknown.stderr).toContain('hint: run `terrace publish --help`');
     const missingOrg = await terrace(['publish', dir, '--org', 'nowhere', '--provider', 'aws', '--version', '1.0.0', '--host', t.url], { home });
     expect(missingOrg.code).toBe(4);
-    expect(missingOrg.stderr).toContain('error: creating module nowhere/usage/aws: not found');
+    expect(missingOrg.stderr).toBe(
+      `error: creating module nowhere/usage/aws: organization nowhere does not exist on ${new URL(t.url).host}, or your token may not publish in it\n` +
+        'hint: check the name; an owner can create it with `terrace orgs create nowhere --email <address>` or give you a team with manage-modules\n',
+    );
     expect(await registryCounts(t)).toEqual(before);
   });
 });
