@@ -18,7 +18,8 @@ export async function moduleTarball(files: Record<string, string> = { 'main.tf':
     fs.writeFileSync(path.join(dir, rel), content);
   }
   const chunks: Buffer[] = [];
-  const stream = tar.create({ cwd: dir, portable: true }, Object.keys(files));
+  // A fixed mtime makes the same files give the same bytes, whenever the test runs.
+  const stream = tar.create({ cwd: dir, portable: true, mtime: new Date(0) }, Object.keys(files));
   for await (const c of stream) chunks.push(Buffer.from(c as Buffer));
   fs.rmSync(dir, { recursive: true, force: true });
   return zlib.gzipSync(Buffer.concat(chunks));
