@@ -74,3 +74,10 @@ export async function resolvePrincipal(deps: Deps, presented: string): Promise<P
 export function isSiteAdmin(p: Principal | null): boolean {
   return p?.kind === 'user' && p.user.is_site_admin === 1;
 }
+
+/** How a principal appears in the audit log lines. */
+export function principalLabel(p: Principal): string {
+  if (p.kind === 'user') return `user:${p.user.id}`;
+  if (p.kind === 'team') return `team:${p.teamId}`;
+  return `organization:${p.organizationId}`;
+}

@@ -9,7 +9,7 @@ import { notFound, unprocessable } from '../http/errors.js';
 import { jsonApi } from '../http/jsonapi.js';
 import { pageLinksAndMeta, parsePage } from '../http/pagination.js';
 import { newId } from '../ids.js';
-import { isSiteAdmin, type Principal } from './principal.js';
+import { isSiteAdmin, principalLabel, type Principal } from './principal.js';
 import { serializeToken, serializeUser } from './serialize.js';
 import { insertToken } from './tokens.js';
 import { findUser, type UserRow } from './users.js';
@@ -137,12 +137,5 @@ export function identityRoutes(deps: Deps): Hono<AppEnv> {
   });
 
   return app;
-}
-
-/** How a principal appears in the audit log lines. */
-export function principalLabel(p: Principal): string {
-  if (p.kind === 'user') return `user:${p.user.id}`;
-  if (p.kind === 'team') return `team:${p.teamId}`;
-  return `organization:${p.organizationId}`;
 }
 

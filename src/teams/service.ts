@@ -4,8 +4,7 @@ import { inTransaction, isUniqueViolation } from '../db/index.js';
 import type { Deps } from '../deps.js';
 import { ApiError, notFound, unprocessable } from '../http/errors.js';
 import { ApiErrors } from '../http/jsonapi.js';
-import type { Principal } from '../identity/principal.js';
-import { principalLabel } from '../identity/routes.js';
+import { principalLabel, type Principal } from '../identity/principal.js';
 import { findUser } from '../identity/users.js';
 import { newId } from '../ids.js';
 import {
