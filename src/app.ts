@@ -4,6 +4,7 @@ import { HTTPException } from 'hono/http-exception';
 import { requestId } from 'hono/request-id';
 import type { Deps } from './deps.js';
 import { authenticate, type AppEnv } from './http/auth.js';
+import { authorizationScope } from './http/authorized.js';
 import { ApiError, notFound, payloadTooLarge } from './http/errors.js';
 import { isRegistryPath, renderError } from './http/surface.js';
 import { identityRoutes } from './identity/routes.js';
@@ -37,6 +38,7 @@ export function createApp(deps: Deps): Hono<AppEnv> {
   const log = deps.logger;
 
   const metrics = createMetrics(deps);
+  app.use('*', authorizationScope);
   app.use('*', requestId({ headerName: 'X-Request-Id' }));
   app.use('*', metrics.middleware);
   app.use('*', async (c, next) => {

@@ -2,16 +2,27 @@ import { Readable } from 'node:stream';
 import type { ReadableStream } from 'node:stream/web';
 import type { Context } from 'hono';
 import type { z } from 'zod';
+import { assertMayReadBody } from './authorized.js';
 import { ApiError, badRequest, unprocessable, unsupportedMediaType } from './errors.js';
 import { ApiErrors } from './jsonapi.js';
 
 const JSON_TYPES = ['application/vnd.api+json', 'application/json'];
 
 /**
+ * The body as text, for a handler that parses an optional or unusual body itself. Like every
+ * reader here it refuses to run before the request is authorized (see authorized.ts).
+ */
+export async function readText(c: Context): Promise<string> {
+  assertMayReadBody();
+  return c.req.text();
+}
+
+/**
  * Reads a JSON body as application/vnd.api+json or application/json, on any method (go-tfe
  * sends bodies on DELETE). The size limit is enforced by the body-limit middleware in app.ts.
  */
 export async function readJson(c: Context): Promise<unknown> {
+  assertMayReadBody();
   const ct = (c.req.header('content-type') ?? '').split(';')[0]!.trim().toLowerCase();
   if (ct !== '' && !JSON_TYPES.includes(ct)) {
     throw unsupportedMediaType(`Content-Type must be application/vnd.api+json or application/json, got "${ct}"`);
@@ -91,6 +102,7 @@ export async function readIdentifiers(c: Context, type: string): Promise<string[
 
 /** The raw request body as a Node stream, for uploads that go straight to the blob store. */
 export function requestBody(c: Context): Readable {
+  assertMayReadBody();
   return c.req.raw.body ? Readable.fromWeb(c.req.raw.body as ReadableStream) : Readable.from([]);
 }
 

@@ -2,7 +2,8 @@ import { rfc3339 } from '../clock.js';
 import { inTransaction } from '../db/index.js';
 import type { Deps } from '../deps.js';
 import { newId } from '../ids.js';
-import { hashToken, insertToken } from './tokens.js';
+import { insertToken } from './store.js';
+import { hashToken } from './tokens.js';
 
 const ADMIN_TOKEN_SETTING = 'admin_token_id';
 const ADMIN_DESCRIPTION = 'site admin token (TERRACE_ADMIN_TOKEN)';

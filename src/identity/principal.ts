@@ -2,7 +2,7 @@ import type { Deps } from '../deps.js';
 import { rfc3339 } from '../clock.js';
 import { hotQuery } from '../db/index.js';
 import { hashToken, sameHash, tokenExpired } from './tokens.js';
-import type { UserRow } from './users.js';
+import type { UserRow } from './store.js';
 
 /** Who is calling: resolved once per request from the bearer token. */
 export type Principal =

@@ -1,18 +1,15 @@
 import { Hono } from 'hono';
 import { z } from 'zod';
-import { rfc3339 } from '../clock.js';
-import { isUniqueViolation } from '../db/index.js';
 import type { Deps } from '../deps.js';
 import { requirePrincipal, type AppEnv } from '../http/auth.js';
 import { readResource } from '../http/body.js';
-import { notFound, unprocessable } from '../http/errors.js';
+import { notFound } from '../http/errors.js';
 import { jsonApi } from '../http/jsonapi.js';
 import { pageLinksAndMeta, parsePage } from '../http/pagination.js';
-import { newId } from '../ids.js';
-import { isSiteAdmin, principalLabel, type Principal } from './principal.js';
+import { isSiteAdmin } from './principal.js';
 import { serializeToken, serializeUser } from './serialize.js';
-import { insertToken } from './tokens.js';
-import { findUser, type UserRow } from './users.js';
+import { createUser, createUserToken, deleteUserToken, ownedUserToken, requireSiteAdmin, userForTokens, userTokens } from './service.js';
+import { findUser } from './store.js';
 
 export const USERNAME_RE = /^[A-Za-z0-9](?:[A-Za-z0-9_.-]{0,62}[A-Za-z0-9])?$/;
 const EMAIL_RE = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
@@ -29,15 +26,6 @@ const createTokenSchema = z.object({
   'expired-at': z.iso.datetime({ offset: true, message: 'must be an RFC 3339 time' }).nullable().optional(),
 });
 
-/** A user may manage their own tokens; site admins anyone's. Anyone else sees 404. */
-async function visibleUser(deps: Deps, p: Principal, userId: string): Promise<UserRow> {
-  const self = p.kind === 'user' && (p.user.id === userId || p.user.username.toLowerCase() === userId.toLowerCase());
-  if (!self && !isSiteAdmin(p)) throw notFound();
-  const user = await findUser(deps.db, userId);
-  if (!user) throw notFound();
-  return user;
-}
-
 export function identityRoutes(deps: Deps): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
 
@@ -49,29 +37,9 @@ export function identityRoutes(deps: Deps): Hono<AppEnv> {
 
   app.post('/admin/users', async (c) => {
     const p = requirePrincipal(c);
-    if (!isSiteAdmin(p)) throw notFound();
+    requireSiteAdmin(p);
     const { attributes: a } = await readResource(c, 'users', createUserSchema);
-    const now = rfc3339(deps.clock.now());
-    const user: UserRow = {
-      id: newId('user'),
-      username: a.username,
-      username_lower: a.username.toLowerCase(),
-      email: a.email,
-      email_lower: a.email.toLowerCase(),
-      is_site_admin: (a['is-site-admin'] ?? a['is-admin'] ?? false) ? 1 : 0,
-      is_service_account: 0,
-      created_at: now,
-    };
-    try {
-      await deps.db.insertInto('users').values(user).execute();
-    } catch (err) {
-      if (!isUniqueViolation(err)) throw err;
-      const taken = await findUser(deps.db, a.username);
-      throw taken
-        ? unprocessable(`username "${a.username}" is already taken`, '/data/attributes/username')
-        : unprocessable(`email "${a.email}" is already in use`, '/data/attributes/email');
-    }
-    deps.logger.info({ actor: principalLabel(p), user: user.id, username: user.username }, 'user created');
+    const user = await createUser(deps, p, { username: a.username, email: a.email, siteAdmin: a['is-site-admin'] ?? a['is-admin'] ?? false });
     return jsonApi(c, { data: serializeUser(user, { showEmail: true }) }, 201);
   });
 
@@ -85,54 +53,25 @@ export function identityRoutes(deps: Deps): Hono<AppEnv> {
 
   app.post('/users/:user_id/authentication-tokens', async (c) => {
     const p = requirePrincipal(c);
-    const user = await visibleUser(deps, p, c.req.param('user_id'));
+    const user = await userForTokens(deps, p, c.req.param('user_id'));
     const { attributes: a } = await readResource(c, 'authentication-tokens', createTokenSchema);
-    const now = deps.clock.now();
-    let expiredAt: string | null = null;
-    if (a['expired-at']) {
-      const t = new Date(a['expired-at']);
-      if (t.getTime() <= now.getTime()) throw unprocessable('expired-at must be in the future', '/data/attributes/expired-at');
-      expiredAt = rfc3339(t);
-    }
-    const { row, token } = await insertToken(deps.db, {
-      kind: 'user',
-      userId: user.id,
-      description: a.description ?? null,
-      createdBy: p.kind === 'user' ? p.user.id : null,
-      expiredAt,
-      now: rfc3339(now),
-    });
-    deps.logger.info({ actor: principalLabel(p), token: row.id, user: user.id }, 'user token created');
+    const { row, token } = await createUserToken(deps, p, user.id, { description: a.description ?? null, expiredAt: a['expired-at'] ?? null });
     return jsonApi(c, { data: serializeToken(row, token) }, 201);
   });
 
   app.get('/users/:user_id/authentication-tokens', async (c) => {
-    const p = requirePrincipal(c);
-    const user = await visibleUser(deps, p, c.req.param('user_id'));
     const page = parsePage(c);
-    const base = deps.db.selectFrom('tokens').where('kind', '=', 'user').where('user_id', '=', user.id);
-    const { n } = await base.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
-    const rows = await base.selectAll().orderBy('created_at').orderBy('id').limit(page.size).offset(page.offset).execute();
-    return jsonApi(c, { data: rows.map((r) => serializeToken(r)), ...pageLinksAndMeta(c, deps.config.publicUrl, page, Number(n)) });
+    const { rows, total } = await userTokens(deps, requirePrincipal(c), c.req.param('user_id'), { limit: page.size, offset: page.offset });
+    return jsonApi(c, { data: rows.map((r) => serializeToken(r)), ...pageLinksAndMeta(c, deps.config.publicUrl, page, total) });
   });
 
-  async function ownedToken(p: Principal, id: string) {
-    const row = await deps.db.selectFrom('tokens').selectAll().where('id', '=', id).where('kind', '=', 'user').executeTakeFirst();
-    if (!row || !row.user_id) throw notFound();
-    if (!(p.kind === 'user' && p.user.id === row.user_id) && !isSiteAdmin(p)) throw notFound();
-    return row;
-  }
-
   app.get('/authentication-tokens/:id', async (c) => {
-    const row = await ownedToken(requirePrincipal(c), c.req.param('id'));
+    const row = await ownedUserToken(deps, requirePrincipal(c), c.req.param('id'));
     return jsonApi(c, { data: serializeToken(row) });
   });
 
   app.delete('/authentication-tokens/:id', async (c) => {
-    const p = requirePrincipal(c);
-    const row = await ownedToken(p, c.req.param('id'));
-    await deps.db.deleteFrom('tokens').where('id', '=', row.id).execute();
-    deps.logger.info({ actor: principalLabel(p), token: row.id }, 'user token deleted');
+    await deleteUserToken(deps, requirePrincipal(c), c.req.param('id'));
     return c.body(null, 204);
   });
 

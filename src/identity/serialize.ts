@@ -1,6 +1,5 @@
 import type { ResourceObject } from '../http/jsonapi.js';
-import type { TokenRow } from './tokens.js';
-import type { UserRow } from './users.js';
+import type { TokenRow, UserRow } from './store.js';
 
 export function serializeUser(u: UserRow, opts: { showEmail: boolean }): ResourceObject {
   return {

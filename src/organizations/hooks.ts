@@ -1,5 +1,23 @@
+import type { Tx } from '../db/index.js';
 import type { Deps } from '../deps.js';
 import type { OrganizationRow } from './access.js';
+
+/**
+ * Runs inside the transaction that creates an organization, after its row and its creator's
+ * membership are in: a throw rolls the creation back. Teams registers one that creates the owners
+ * team with the creator in it, so this domain never imports teams.
+ */
+export type OrgCreateHook = (tx: Tx, deps: Deps, org: OrganizationRow, creatorUserId: string) => Promise<void>;
+
+const createHooks: OrgCreateHook[] = [];
+
+export function registerOrganizationCreateHook(fn: OrgCreateHook): void {
+  if (!createHooks.includes(fn)) createHooks.push(fn);
+}
+
+export async function runOrganizationCreateHooks(tx: Tx, deps: Deps, org: OrganizationRow, creatorUserId: string): Promise<void> {
+  for (const hook of createHooks) await hook(tx, deps, org, creatorUserId);
+}
 
 /**
  * Runs after an organization's rows are gone (the deletion has committed). Domains that keep

@@ -3,23 +3,23 @@ import { z } from 'zod';
 import type { Deps } from '../deps.js';
 import { requirePrincipal, type AppEnv } from '../http/auth.js';
 import { readResource } from '../http/body.js';
-import { badRequest, notFound, unprocessable } from '../http/errors.js';
+import { badRequest, unprocessable } from '../http/errors.js';
 import { jsonApi, type ResourceObject } from '../http/jsonapi.js';
 import { pageLinksAndMeta, parsePage } from '../http/pagination.js';
 import { serializeUser } from '../identity/serialize.js';
-import { canManageTeams, orgAccess } from './access.js';
 import {
   acceptInvitation,
-  getMembershipView,
   inviteUser,
-  listMemberships,
+  organizationForMemberships,
+  organizationMemberships,
+  ownMemberships,
   removeMembership,
   serializeMembership,
+  visibleMembership,
   type MembershipFilter,
   type MembershipView,
 } from './memberships.js';
 import { includeSet, listParam, optionalParam } from './params.js';
-import { visibleOrganization } from './service.js';
 
 const inviteSchema = z.object({
   email: z
@@ -64,58 +64,37 @@ export function membershipRoutes(deps: Deps): Hono<AppEnv> {
 
   app.post('/organizations/:name/organization-memberships', async (c) => {
     const p = requirePrincipal(c);
-    const { org, access } = await visibleOrganization(deps, p, c.req.param('name'));
-    if (!canManageTeams(access)) throw notFound('only the owners of an organization (or its organization token) may invite users');
+    const target = await organizationForMemberships(deps, p, c.req.param('name'));
     const { attributes, relationships } = await readResource(c, 'organization-memberships', inviteSchema);
-    const view = await inviteUser(deps, p, org, attributes.email, teamIdsFrom(relationships));
+    const view = await inviteUser(deps, p, target, attributes.email, teamIdsFrom(relationships));
     return jsonApi(c, { data: serializeMembership(view) }, 201);
   });
 
   app.get('/organizations/:name/organization-memberships', async (c) => {
     const p = requirePrincipal(c);
-    const { org, access } = await visibleOrganization(deps, p, c.req.param('name'));
-    if (!canManageTeams(access)) throw notFound('only the owners of an organization (or its organization token) may list its members');
+    const target = await organizationForMemberships(deps, p, c.req.param('name'));
     const page = parsePage(c);
-    const filter: MembershipFilter = {
-      organizationId: org.id,
-      status: statusFilter(c),
-      emails: listParam(c, 'filter[email]'),
-      q: optionalParam(c, 'q'),
-    };
-    const { views, total } = await listMemberships(deps.db, filter, { limit: page.size, offset: page.offset });
+    const filter = { status: statusFilter(c), emails: listParam(c, 'filter[email]'), q: optionalParam(c, 'q') };
+    const { views, total } = await organizationMemberships(deps, p, target, filter, { limit: page.size, offset: page.offset });
     return render(c, views, includeSet(c), pageLinksAndMeta(c, deps.config.publicUrl, page, total));
   });
 
   /** The caller's own memberships, invitations included: how an invited user finds the id to accept. */
   app.get('/organization-memberships', async (c) => {
-    const p = requirePrincipal(c);
-    if (p.kind !== 'user') throw notFound('GET /organization-memberships lists the memberships of the calling user; use a user token');
     const page = parsePage(c);
-    const filter: MembershipFilter = { userId: p.user.id, status: statusFilter(c), q: optionalParam(c, 'q') };
-    const { views, total } = await listMemberships(deps.db, filter, { limit: page.size, offset: page.offset });
+    const filter = { status: statusFilter(c), q: optionalParam(c, 'q') };
+    const { views, total } = await ownMemberships(deps, requirePrincipal(c), filter, { limit: page.size, offset: page.offset });
     return render(c, views, includeSet(c), pageLinksAndMeta(c, deps.config.publicUrl, page, total));
   });
 
-  /** Visible to the member themselves and to whoever manages the organization's members. */
-  async function visibleMembership(c: Context<AppEnv>): Promise<{ view: MembershipView }> {
-    const p = requirePrincipal(c);
-    const view = await getMembershipView(deps.db, c.req.param('id')!);
-    if (!view) throw notFound();
-    const self = p.kind === 'user' && p.user.id === view.user.id;
-    const manager = canManageTeams(await orgAccess(deps.db, p, view.membership.organization_id));
-    if (!self && !manager) throw notFound();
-    return { view };
-  }
-
   app.get('/organization-memberships/:id', async (c) => {
-    const { view } = await visibleMembership(c);
+    const view = await visibleMembership(deps, requirePrincipal(c), c.req.param('id'));
     const included = includeSet(c).has('user') ? [serializeUser(view.user, { showEmail: false })] : [];
     return jsonApi(c, { data: serializeMembership(view), included });
   });
 
   app.delete('/organization-memberships/:id', async (c) => {
-    const { view } = await visibleMembership(c);
-    await removeMembership(deps, requirePrincipal(c), view);
+    await removeMembership(deps, requirePrincipal(c), c.req.param('id'));
     return c.body(null, 204);
   });
 

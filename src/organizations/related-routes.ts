@@ -1,21 +1,24 @@
 import { Hono, type Context } from 'hono';
 import { z } from 'zod';
-import { rfc3339 } from '../clock.js';
-import { inTransaction, isUniqueViolation } from '../db/index.js';
 import type { Deps } from '../deps.js';
 import { requirePrincipal, type AppEnv } from '../http/auth.js';
 import { readJson, readResource } from '../http/body.js';
 import { notFound, unprocessable } from '../http/errors.js';
 import { jsonApi } from '../http/jsonapi.js';
 import { pageLinksAndMeta, parsePage } from '../http/pagination.js';
-import { isSiteAdmin, principalLabel } from '../identity/principal.js';
-import { newId } from '../ids.js';
-import { canAdministerOrganization, getOrganizationByName, orgAccess } from './access.js';
 import { optionalParam } from './params.js';
+import {
+  createAgentPool,
+  organizationForSiteAdmin,
+  removeDataRetentionPolicy,
+  setDataRetentionPolicy,
+  setModuleConsumers,
+  visibleAgentPool,
+} from './related.js';
 import { effectiveDataRetentionPolicy } from './retention.js';
 import { serializeAgentPool, serializeOrganizationRef, serializeRetentionPolicy } from './serialize.js';
-import { visibleOrganization } from './service.js';
-import { getAgentPool, getDataRetentionPolicy, getOrganizationById, listAgentPools, listConsumers, listProducers } from './store.js';
+import { organizationForAdministration, visibleOrganization } from './service.js';
+import { listAgentPools, listConsumers, listProducers } from './store.js';
 
 const createPoolSchema = z.object({
   name: z
@@ -48,32 +51,14 @@ export function organizationRelatedRoutes(deps: Deps): Hono<AppEnv> {
 
   app.post('/organizations/:name/agent-pools', async (c) => {
     const p = requirePrincipal(c);
-    const { org, access } = await visibleOrganization(deps, p, c.req.param('name'));
-    if (!canAdministerOrganization(access)) throw notFound('only the owners of an organization may create agent pools');
+    const target = await organizationForAdministration(deps, p, c.req.param('name'), 'only the owners of an organization may create agent pools');
     const { attributes: a } = await readResource(c, 'agent-pools', createPoolSchema);
-    const pool = {
-      id: newId('apool'),
-      organization_id: org.id,
-      name: a.name,
-      name_lower: a.name.toLowerCase(),
-      organization_scoped: a['organization-scoped'] === false ? 0 : 1,
-      created_at: rfc3339(deps.clock.now()),
-    };
-    try {
-      await deps.db.insertInto('agent_pools').values(pool).execute();
-    } catch (err) {
-      if (isUniqueViolation(err)) throw unprocessable(`name: an agent pool named "${a.name}" already exists in this organization`, '/data/attributes/name');
-      throw err;
-    }
-    deps.logger.info({ actor: principalLabel(p), organization: org.id, agentPool: pool.id }, 'agent pool created');
-    return jsonApi(c, { data: serializeAgentPool(pool, org.name) }, 201);
+    const pool = await createAgentPool(deps, p, target, { name: a.name, organizationScoped: a['organization-scoped'] !== false });
+    return jsonApi(c, { data: serializeAgentPool(pool, target.org.name) }, 201);
   });
 
   app.get('/agent-pools/:id', async (c) => {
-    const p = requirePrincipal(c);
-    const pool = await getAgentPool(deps.db, c.req.param('id'));
-    const org = pool ? await getOrganizationById(deps.db, pool.organization_id) : undefined;
-    if (!pool || !org || !(await orgAccess(deps.db, p, org.id)).member) throw notFound();
+    const { pool, org } = await visibleAgentPool(deps, requirePrincipal(c), c.req.param('id'));
     return jsonApi(c, { data: serializeAgentPool(pool, org.name) });
   });
 
@@ -86,15 +71,8 @@ export function organizationRelatedRoutes(deps: Deps): Hono<AppEnv> {
     return jsonApi(c, { data: rows.map(serializeOrganizationRef), ...pageLinksAndMeta(c, deps.config.publicUrl, page, total) });
   });
 
-  async function adminOrganization(c: { req: { param(k: string): string } }, p: ReturnType<typeof requirePrincipal>) {
-    if (!isSiteAdmin(p)) throw notFound();
-    const org = await getOrganizationByName(deps.db, c.req.param('name'));
-    if (!org) throw notFound(`organization "${c.req.param('name')}" not found`);
-    return org;
-  }
-
   app.get('/admin/organizations/:name/relationships/module-consumers', async (c) => {
-    const org = await adminOrganization(c, requirePrincipal(c));
+    const org = await organizationForSiteAdmin(deps, requirePrincipal(c), c.req.param('name'));
     const page = parsePage(c);
     const { rows, total } = await listConsumers(deps.db, org.id, { limit: page.size, offset: page.offset });
     return jsonApi(c, { data: rows.map(serializeOrganizationRef), ...pageLinksAndMeta(c, deps.config.publicUrl, page, total) });
@@ -103,29 +81,18 @@ export function organizationRelatedRoutes(deps: Deps): Hono<AppEnv> {
   /** TFE's admin API: replaces the set of organizations that may use :name's private modules. */
   app.patch('/admin/organizations/:name/relationships/module-consumers', async (c) => {
     const p = requirePrincipal(c);
-    const producer = await adminOrganization(c, p);
+    const producer = await organizationForSiteAdmin(deps, p, c.req.param('name'));
     const body = await readJson(c);
     if (!isObject(body) || !Array.isArray(body.data)) {
       throw unprocessable('the body must be {"data":[{"type":"organizations","id":"<name>"}, …]} (an empty array removes every consumer)', '/data');
     }
-    const consumerIds = new Set<string>();
-    for (const [i, item] of body.data.entries()) {
+    const names = body.data.map((item, i) => {
       if (!isObject(item)) throw unprocessable(`data[${i}] must be an object`, `/data/${i}`);
       if (item.type !== 'organizations') throw unprocessable(`data[${i}].type must be "organizations", got ${JSON.stringify(item.type ?? null)}`, `/data/${i}/type`);
       if (typeof item.id !== 'string' || item.id === '') throw unprocessable(`data[${i}].id must be an organization name`, `/data/${i}/id`);
-      const consumer = await getOrganizationByName(deps.db, item.id);
-      if (!consumer) throw unprocessable(`data[${i}].id: organization "${item.id}" does not exist`, `/data/${i}/id`);
-      if (consumer.id === producer.id) throw unprocessable(`data[${i}].id: an organization cannot be its own module consumer`, `/data/${i}/id`);
-      consumerIds.add(consumer.id);
-    }
-    const now = rfc3339(deps.clock.now());
-    await inTransaction(deps.db, async (tx) => {
-      await tx.deleteFrom('organization_module_producers').where('producer_id', '=', producer.id).execute();
-      for (const id of consumerIds) {
-        await tx.insertInto('organization_module_producers').values({ organization_id: id, producer_id: producer.id, created_at: now }).execute();
-      }
+      return item.id;
     });
-    deps.logger.info({ actor: principalLabel(p), organization: producer.id, consumers: [...consumerIds] }, 'module consumers updated');
+    await setModuleConsumers(deps, p, producer, names);
     return c.body(null, 204);
   });
 
@@ -142,8 +109,7 @@ export function organizationRelatedRoutes(deps: Deps): Hono<AppEnv> {
 
   const setPolicy = async (c: Context<AppEnv>) => {
     const p = requirePrincipal(c);
-    const { org, access } = await visibleOrganization(deps, p, c.req.param('name')!);
-    if (!canAdministerOrganization(access)) throw notFound('only the owners of an organization may set its data retention policy');
+    const target = await organizationForAdministration(deps, p, c.req.param('name')!, 'only the owners of an organization may set its data retention policy');
     const body = await readJson(c);
     if (!isObject(body) || !isObject(body.data)) throw unprocessable('"data" must be an object', isObject(body) ? '/data' : '');
     const data = body.data;
@@ -165,32 +131,17 @@ export function organizationRelatedRoutes(deps: Deps): Hono<AppEnv> {
       }
       n = parsed.data;
     }
-    const now = rfc3339(deps.clock.now());
-    const existing = await getDataRetentionPolicy(deps.db, org.id);
-    const id = existing && existing.kind === kind ? existing.id : newId('drp');
-    await inTransaction(deps.db, async (tx) => {
-      await tx.deleteFrom('data_retention_policies').where('organization_id', '=', org.id).execute();
-      await tx
-        .insertInto('data_retention_policies')
-        .values({ id, organization_id: org.id, kind, delete_older_than_n_days: n, created_at: existing?.created_at ?? now, updated_at: now })
-        .execute();
-    });
-    deps.logger.info({ actor: principalLabel(p), organization: org.id, policy: id, kind, days: n }, 'data retention policy set');
-    const policy = (await effectiveDataRetentionPolicy(deps.db, deps.config, org.id))!;
+    const { policy, created } = await setDataRetentionPolicy(deps, p, target, { kind, days: n });
     // Never 204 here: go-tfe decodes the policy from the body.
-    return jsonApi(c, { data: serializeRetentionPolicy(policy, org.name, type === 'data-retention-policies') }, existing ? 200 : 201);
+    return jsonApi(c, { data: serializeRetentionPolicy(policy, target.org.name, type === 'data-retention-policies') }, created ? 201 : 200);
   };
   app.post(DRP, setPolicy);
   app.patch(DRP, setPolicy);
 
   app.delete(DRP, async (c) => {
     const p = requirePrincipal(c);
-    const { org, access } = await visibleOrganization(deps, p, c.req.param('name'));
-    if (!canAdministerOrganization(access)) throw notFound('only the owners of an organization may remove its data retention policy');
-    const existing = await getDataRetentionPolicy(deps.db, org.id);
-    if (!existing) throw notFound(`organization "${org.name}" has no data retention policy of its own to remove`);
-    await deps.db.deleteFrom('data_retention_policies').where('id', '=', existing.id).execute();
-    deps.logger.info({ actor: principalLabel(p), organization: org.id, policy: existing.id }, 'data retention policy removed');
+    const target = await organizationForAdministration(deps, p, c.req.param('name'), 'only the owners of an organization may remove its data retention policy');
+    await removeDataRetentionPolicy(deps, p, target);
     return c.body(null, 204);
   });
 

@@ -1,26 +1,31 @@
-import { Hono, type Context } from 'hono';
+import { Hono } from 'hono';
 import type { Deps } from '../deps.js';
 import { requirePrincipal, type AppEnv } from '../http/auth.js';
 import { readResource } from '../http/body.js';
-import { notFound } from '../http/errors.js';
 import { jsonApi, type ResourceObject } from '../http/jsonapi.js';
 import { pageLinksAndMeta, parsePage } from '../http/pagination.js';
-import { isSiteAdmin, principalLabel } from '../identity/principal.js';
+import { isSiteAdmin } from '../identity/principal.js';
 import { serializeToken } from '../identity/serialize.js';
-import { canAdministerOrganization, memberOrganizationIds, orgAccess, type OrganizationRow } from './access.js';
+import { memberOrganizationIds, orgAccess, type OrganizationRow } from './access.js';
 import { includeSet, optionalParam } from './params.js';
 import { serializeEntitlementSet, serializeOrganization } from './serialize.js';
 import {
   createOrganization,
+  createOrganizationToken,
+  deleteOrganizationToken,
   destroyOrganization,
+  organizationForAdministration,
+  organizationForTokens,
+  organizationToken,
   organizationView,
   poolFromRelationships,
+  requireOrganizationCreator,
   updateOrganization,
   visibleOrganization,
 } from './service.js';
 import { createOrganizationSchema, updateOrganizationSchema } from './settings.js';
 import { countOrganizations, listOrganizations, type OrganizationFilter } from './store.js';
-import { findOwnedToken, readTokenOptions, replaceToken } from './tokens.js';
+import { readTokenOptions } from './tokens.js';
 
 /** Organizations: CRUD, the entitlement set, and the organization token. */
 export function organizationRoutes(deps: Deps): Hono<AppEnv> {
@@ -51,7 +56,7 @@ export function organizationRoutes(deps: Deps): Hono<AppEnv> {
 
   app.post('/organizations', async (c) => {
     const p = requirePrincipal(c);
-    if (p.kind !== 'user') throw notFound('organizations can be created only with a user token, not a team or organization token');
+    requireOrganizationCreator(p);
     const { attributes, relationships } = await readResource(c, 'organizations', createOrganizationSchema);
     const org = await createOrganization(deps, p, attributes, poolFromRelationships(relationships));
     const access = await orgAccess(deps.db, p, org.id);
@@ -65,8 +70,7 @@ export function organizationRoutes(deps: Deps): Hono<AppEnv> {
 
   app.patch('/organizations/:name', async (c) => {
     const p = requirePrincipal(c);
-    const { org, access } = await visibleOrganization(deps, p, c.req.param('name'));
-    if (!canAdministerOrganization(access)) throw notFound('only the owners of an organization may change its settings');
+    const { org, access } = await organizationForAdministration(deps, p, c.req.param('name'), 'only the owners of an organization may change its settings');
     const { attributes, relationships } = await readResource(c, 'organizations', updateOrganizationSchema);
     const updated = await updateOrganization(deps, p, org, access, attributes, poolFromRelationships(relationships));
     return jsonApi(c, { data: serializeOrganization(updated, await organizationView(deps, updated, access)) });
@@ -86,34 +90,23 @@ export function organizationRoutes(deps: Deps): Hono<AppEnv> {
 
   // ---- the organization token: one per organization, owners only ----
 
-  async function tokenOwner(c: Context<AppEnv>) {
-    const p = requirePrincipal(c);
-    const { org, access } = await visibleOrganization(deps, p, c.req.param('name')!);
-    if (!canAdministerOrganization(access)) throw notFound('only the owners of an organization may manage its token');
-    return { p, org };
-  }
-
   app.get('/organizations/:name/authentication-token', async (c) => {
-    const { org } = await tokenOwner(c);
-    const row = await findOwnedToken(deps, { kind: 'organization', organizationId: org.id });
-    if (!row) throw notFound(`organization "${org.name}" has no organization token`);
+    const p = requirePrincipal(c);
+    const row = await organizationToken(deps, p, await organizationForTokens(deps, p, c.req.param('name')));
     return jsonApi(c, { data: serializeToken(row) });
   });
 
   app.post('/organizations/:name/authentication-token', async (c) => {
-    const { p, org } = await tokenOwner(c);
+    const p = requirePrincipal(c);
+    const target = await organizationForTokens(deps, p, c.req.param('name'));
     const opts = await readTokenOptions(c, deps.clock.now());
-    const { row, token } = await replaceToken(deps, p, { kind: 'organization', organizationId: org.id }, opts);
-    deps.logger.info({ actor: principalLabel(p), organization: org.id, token: row.id }, 'organization token created');
+    const { row, token } = await createOrganizationToken(deps, p, target, opts);
     return jsonApi(c, { data: serializeToken(row, token) }, 201);
   });
 
   app.delete('/organizations/:name/authentication-token', async (c) => {
-    const { p, org } = await tokenOwner(c);
-    const row = await findOwnedToken(deps, { kind: 'organization', organizationId: org.id });
-    if (!row) throw notFound(`organization "${org.name}" has no organization token`);
-    await deps.db.deleteFrom('tokens').where('id', '=', row.id).execute();
-    deps.logger.info({ actor: principalLabel(p), organization: org.id, token: row.id }, 'organization token deleted');
+    const p = requirePrincipal(c);
+    await deleteOrganizationToken(deps, p, await organizationForTokens(deps, p, c.req.param('name')));
     return c.body(null, 204);
   });
 

@@ -1,9 +1,11 @@
 import { rfc3339 } from '../clock.js';
 import { inTransaction, isUniqueViolation, type Queryable } from '../db/index.js';
 import type { Deps } from '../deps.js';
+import { authorize } from '../http/authorized.js';
 import { ApiError, notFound, unprocessable } from '../http/errors.js';
 import { ApiErrors } from '../http/jsonapi.js';
 import { principalLabel, type Principal } from '../identity/principal.js';
+import { deleteToken, findOwnedToken, type TokenRow } from '../identity/store.js';
 import { newId } from '../ids.js';
 import {
   canAdministerOrganization,
@@ -12,13 +14,12 @@ import {
   type OrgAccess,
   type OrganizationRow,
 } from './access.js';
-import { runOrganizationDeleteHooks } from './hooks.js';
+import { runOrganizationCreateHooks, runOrganizationDeleteHooks } from './hooks.js';
 import { effectiveDataRetentionPolicy } from './retention.js';
 import type { OrganizationView } from './serialize.js';
 import { DEFAULT_SETTINGS, PLAIN_SETTINGS, parseSettings, type OrganizationInput, type OrgSettings } from './settings.js';
-import { getAgentPool } from './store.js';
-
-export const OWNERS_TEAM_NAME = 'owners';
+import { deleteOrganizationRow, getAgentPool, insertMembership, insertOrganization, updateOrganizationRow } from './store.js';
+import { replaceToken, type TokenOptions } from './tokens.js';
 
 const ATTR = (k: string) => `/data/attributes/${k}`;
 const POOL_REL = '/data/relationships/default-agent-pool';
@@ -39,6 +40,26 @@ export async function visibleOrganization(
   const access = await orgAccess(deps.db, principal, org.id);
   if (!access.member) throw notFound(`organization "${name}" not found, or you are not authorized to see it`);
   return { org, access };
+}
+
+/**
+ * The organization named in a path, if the caller may administer it (owners and site admins);
+ * 404 with refusal otherwise. Call before reading a body.
+ */
+export async function organizationForAdministration(
+  deps: Deps,
+  principal: Principal,
+  name: string,
+  refusal: string,
+): Promise<{ org: OrganizationRow; access: OrgAccess }> {
+  const target = await visibleOrganization(deps, principal, name);
+  authorize(canAdministerOrganization(target.access), () => notFound(refusal));
+  return target;
+}
+
+/** Whoever creates an organization owns it, so only a user can. */
+export function requireOrganizationCreator(p: Principal): asserts p is Extract<Principal, { kind: 'user' }> {
+  authorize(p.kind === 'user', () => notFound('organizations can be created only with a user token, not a team or organization token'));
 }
 
 export async function organizationView(deps: Deps, org: OrganizationRow, access: OrgAccess): Promise<OrganizationView> {
@@ -143,8 +164,7 @@ export async function createOrganization(
   a: OrganizationInput & { name: string; email: string },
   relPool: string | null | undefined,
 ): Promise<OrganizationRow> {
-  // Whoever creates an organization owns it, so only a user can.
-  if (p.kind !== 'user') throw notFound('organizations can be created only with a user token, not a team or organization token');
+  requireOrganizationCreator(p);
   const settings = await resolveSettings(deps.db, null, DEFAULT_SETTINGS, a, relPool);
   if (await getOrganizationByName(deps.db, a.name)) throw nameTaken(a.name);
   const now = rfc3339(deps.clock.now());
@@ -156,28 +176,12 @@ export async function createOrganization(
     attributes: JSON.stringify(settings),
     created_at: now,
   };
-  const teamId = newId('team');
   try {
     await inTransaction(deps.db, async (tx) => {
-      await tx.insertInto('organizations').values(org).execute();
-      await tx
-        .insertInto('teams')
-        .values({
-          id: teamId,
-          organization_id: org.id,
-          name: OWNERS_TEAM_NAME,
-          name_lower: OWNERS_TEAM_NAME,
-          is_owners: 1,
-          visibility: 'organization',
-          permissions: '{}',
-          created_at: now,
-        })
-        .execute();
-      await tx
-        .insertInto('organization_memberships')
-        .values({ id: newId('ou'), organization_id: org.id, user_id: p.user.id, status: 'active', created_at: now })
-        .execute();
-      await tx.insertInto('team_members').values({ team_id: teamId, user_id: p.user.id, created_at: now }).execute();
+      await insertOrganization(tx, org);
+      await insertMembership(tx, { id: newId('ou'), organization_id: org.id, user_id: p.user.id, status: 'active', created_at: now });
+      // The owners team (teams' hook) makes the creator an owner.
+      await runOrganizationCreateHooks(tx, deps, org, p.user.id);
     });
   } catch (err) {
     if (isUniqueViolation(err)) throw nameTaken(a.name);
@@ -195,7 +199,7 @@ export async function updateOrganization(
   a: OrganizationInput,
   relPool: string | null | undefined,
 ): Promise<OrganizationRow> {
-  if (!canAdministerOrganization(access)) throw notFound('only the owners of an organization may change its settings');
+  authorize(canAdministerOrganization(access), () => notFound('only the owners of an organization may change its settings'));
   const settings = await resolveSettings(deps.db, org.id, parseSettings(org.attributes), a, relPool);
   const name = a.name ?? org.name;
   if (name.toLowerCase() !== org.name_lower) {
@@ -204,11 +208,7 @@ export async function updateOrganization(
   }
   const updated: OrganizationRow = { ...org, name, name_lower: name.toLowerCase(), email: a.email ?? org.email, attributes: JSON.stringify(settings) };
   try {
-    await deps.db
-      .updateTable('organizations')
-      .set({ name: updated.name, name_lower: updated.name_lower, email: updated.email, attributes: updated.attributes })
-      .where('id', '=', org.id)
-      .execute();
+    await updateOrganizationRow(deps.db, updated);
   } catch (err) {
     if (isUniqueViolation(err)) throw nameTaken(name);
     throw err;
@@ -223,8 +223,42 @@ export async function updateOrganization(
 
 /** Rows go in one statement (every table cascades from organizations); bytes after commit. */
 export async function destroyOrganization(deps: Deps, p: Principal, org: OrganizationRow, access: OrgAccess): Promise<void> {
-  if (!canAdministerOrganization(access)) throw notFound('only the owners of an organization may delete it');
-  await deps.db.deleteFrom('organizations').where('id', '=', org.id).execute();
+  authorize(canAdministerOrganization(access), () => notFound('only the owners of an organization may delete it'));
+  await deleteOrganizationRow(deps.db, org.id);
   deps.logger.info({ actor: principalLabel(p), organization: org.id, name: org.name }, 'organization deleted');
   await runOrganizationDeleteHooks(deps, org);
+}
+
+// ---- the organization token: one per organization, owners only ----
+
+const TOKEN_OWNERS_ONLY = 'only the owners of an organization may manage its token';
+
+/** The organization whose token the caller may manage; 404 otherwise. Call before reading a body. */
+export function organizationForTokens(deps: Deps, p: Principal, name: string): Promise<{ org: OrganizationRow; access: OrgAccess }> {
+  return organizationForAdministration(deps, p, name, TOKEN_OWNERS_ONLY);
+}
+
+export async function organizationToken(deps: Deps, p: Principal, target: { org: OrganizationRow; access: OrgAccess }): Promise<TokenRow> {
+  authorize(canAdministerOrganization(target.access), () => notFound(TOKEN_OWNERS_ONLY));
+  const row = await findOwnedToken(deps.db, { kind: 'organization', organizationId: target.org.id });
+  if (!row) throw notFound(`organization "${target.org.name}" has no organization token`);
+  return row;
+}
+
+export async function createOrganizationToken(
+  deps: Deps,
+  p: Principal,
+  target: { org: OrganizationRow; access: OrgAccess },
+  opts: TokenOptions,
+): Promise<{ row: TokenRow; token: string }> {
+  authorize(canAdministerOrganization(target.access), () => notFound(TOKEN_OWNERS_ONLY));
+  const created = await replaceToken(deps, p, { kind: 'organization', organizationId: target.org.id }, opts);
+  deps.logger.info({ actor: principalLabel(p), organization: target.org.id, token: created.row.id }, 'organization token created');
+  return created;
+}
+
+export async function deleteOrganizationToken(deps: Deps, p: Principal, target: { org: OrganizationRow; access: OrgAccess }): Promise<void> {
+  const row = await organizationToken(deps, p, target);
+  await deleteToken(deps.db, row.id);
+  deps.logger.info({ actor: principalLabel(p), organization: target.org.id, token: row.id }, 'organization token deleted');
 }

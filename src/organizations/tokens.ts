@@ -1,11 +1,10 @@
 import type { Context } from 'hono';
 import { rfc3339 } from '../clock.js';
-import { inTransaction } from '../db/index.js';
 import type { Deps } from '../deps.js';
-import { readJson } from '../http/body.js';
+import { readJson, readText } from '../http/body.js';
 import { unprocessable } from '../http/errors.js';
 import type { Principal } from '../identity/principal.js';
-import { insertToken, type TokenRow } from '../identity/tokens.js';
+import { replaceOwnedToken, type TokenOwner, type TokenRow } from '../identity/store.js';
 
 export interface TokenOptions {
   expiredAt: string | null;
@@ -20,7 +19,7 @@ const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'obj
  * so an absent body and an empty or singular type are accepted.
  */
 export async function readTokenOptions(c: Context, now: Date): Promise<TokenOptions> {
-  const raw = await c.req.text();
+  const raw = await readText(c);
   if (raw.trim() === '') return { expiredAt: null, description: null };
   const body = await readJson(c);
   if (!isObject(body)) throw unprocessable('the request body must be a JSON object', '');
@@ -47,32 +46,15 @@ export async function readTokenOptions(c: Context, now: Date): Promise<TokenOpti
   return { expiredAt, description: (d as string | null | undefined) ?? null };
 }
 
-/** One token per team or organization (the legacy endpoints): a new one replaces the old. */
-export async function replaceToken(
-  deps: Deps,
-  p: Principal,
-  owner: { kind: 'team'; teamId: string } | { kind: 'organization'; organizationId: string },
-  opts: TokenOptions,
-): Promise<{ row: TokenRow; token: string }> {
-  return inTransaction(deps.db, async (tx) => {
-    const del = tx.deleteFrom('tokens').where('kind', '=', owner.kind);
-    await (owner.kind === 'team' ? del.where('team_id', '=', owner.teamId) : del.where('organization_id', '=', owner.organizationId)).execute();
-    return insertToken(tx, {
-      kind: owner.kind,
-      teamId: owner.kind === 'team' ? owner.teamId : null,
-      organizationId: owner.kind === 'organization' ? owner.organizationId : null,
-      description: opts.description,
-      createdBy: p.kind === 'user' ? p.user.id : null,
-      expiredAt: opts.expiredAt,
-      now: rfc3339(deps.clock.now()),
-    });
+/**
+ * One token per team or organization (the legacy endpoints): a new one replaces the old. Callers
+ * authorize first (organizationForTokens, teamForTokens); the owner is what they authorized.
+ */
+export async function replaceToken(deps: Deps, p: Principal, owner: TokenOwner, opts: TokenOptions): Promise<{ row: TokenRow; token: string }> {
+  return replaceOwnedToken(deps.db, owner, {
+    description: opts.description,
+    createdBy: p.kind === 'user' ? p.user.id : null,
+    expiredAt: opts.expiredAt,
+    now: rfc3339(deps.clock.now()),
   });
-}
-
-export async function findOwnedToken(
-  deps: Deps,
-  owner: { kind: 'team'; teamId: string } | { kind: 'organization'; organizationId: string },
-): Promise<TokenRow | undefined> {
-  const q = deps.db.selectFrom('tokens').selectAll().where('kind', '=', owner.kind);
-  return (owner.kind === 'team' ? q.where('team_id', '=', owner.teamId) : q.where('organization_id', '=', owner.organizationId)).executeTakeFirst();
 }

@@ -2,6 +2,7 @@ import { Hono, type Context } from 'hono';
 import { z } from 'zod';
 import type { Deps } from '../deps.js';
 import { requirePrincipal, type AppEnv } from '../http/auth.js';
+import { capabilityUrl } from '../http/authorized.js';
 import { declaredLength, readResource, requestBody } from '../http/body.js';
 import { notFound, unprocessable } from '../http/errors.js';
 import { jsonApi } from '../http/jsonapi.js';
@@ -153,6 +154,7 @@ export function registryApiRoutes(deps: Deps): Hono<AppEnv> {
 export function uploadRoutes(deps: Deps): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
   app.put('/uploads/modules/:token', async (c) => {
+    capabilityUrl();
     const version = await receiveUpload(deps, c.req.param('token'), requestBody(c), declaredLength(c));
     return jsonApi(c, { data: { id: version.id, type: 'registry-module-versions', attributes: { status: version.status, version: version.version, size: version.size, sha256: version.sha256 } } });
   });

@@ -3,6 +3,7 @@ import { BlobTooLargeError } from '../blobs/types.js';
 import { rfc3339 } from '../clock.js';
 import { inTransaction, isUniqueViolation } from '../db/index.js';
 import type { Deps } from '../deps.js';
+import { authorize } from '../http/authorized.js';
 import { ApiError, conflict, notFound, payloadTooLarge, unprocessable } from '../http/errors.js';
 import { principalLabel, type Principal } from '../identity/principal.js';
 import { generateToken, hashToken } from '../identity/tokens.js';
@@ -22,8 +23,13 @@ const MAX_WARNINGS = 100;
 /** The organization, if the caller may manage its modules; 404 otherwise. */
 export async function manageableOrganization(deps: Deps, p: Principal, orgName: string): Promise<OrganizationRow> {
   const org = await getOrganizationByName(deps.db, orgName);
-  if (!org || !(await canManageModules(deps, p, org.id))) throw notFound();
-  return org;
+  authorize(org !== undefined && (await canManageModules(deps, p, org.id)), () => notFound());
+  return org!;
+}
+
+/** Every change to an organization's modules begins here: 404 unless the caller may manage them. */
+async function requireManageModules(deps: Deps, p: Principal, organizationId: string): Promise<void> {
+  authorize(await canManageModules(deps, p, organizationId), () => notFound());
 }
 
 /** The module at private/<namespace>/<name>/<provider> of an organization the caller manages. */
@@ -51,6 +57,7 @@ export async function createModule(
   org: OrganizationRow,
   input: { name: string; provider: string; description?: string },
 ): Promise<ModuleWithOrg> {
+  await requireManageModules(deps, p, org.id);
   if (!MODULE_NAME_RE.test(input.name)) {
     throw unprocessable(
       `name "${input.name}" is invalid: use 1-64 letters, digits, "-" or "_", starting and ending with a letter or digit`,
@@ -98,6 +105,7 @@ export async function createVersion(
   module: ModuleWithOrg,
   input: { version: string; description?: string | null; commitSha?: string | null },
 ): Promise<{ version: VersionRow; uploadUrl: string }> {
+  await requireManageModules(deps, p, module.organization_id);
   const canonical = canonicalPublishVersion(input.version);
   if (!canonical) {
     throw unprocessable(`version "${input.version}" is not valid semantic versioning (for example 1.2.0 or v1.2.0-rc.1)`, '/data/attributes/version');
@@ -269,6 +277,7 @@ async function deleteRowsThenBlobs(deps: Deps, fn: (tx: Parameters<Parameters<ty
 }
 
 export async function deleteVersion(deps: Deps, p: Principal, module: ModuleWithOrg, version: string): Promise<void> {
+  await requireManageModules(deps, p, module.organization_id);
   const canonical = canonicalPublishVersion(version) ?? version;
   await deleteRowsThenBlobs(deps, async (tx) => {
     const row = await getVersion(tx, module.id, canonical);
@@ -281,6 +290,7 @@ export async function deleteVersion(deps: Deps, p: Principal, module: ModuleWith
 }
 
 export async function deleteModules(deps: Deps, p: Principal, modules: ModuleWithOrg[]): Promise<void> {
+  for (const organizationId of new Set(modules.map((m) => m.organization_id))) await requireManageModules(deps, p, organizationId);
   await deleteRowsThenBlobs(deps, async (tx) => {
     const ids = modules.map((m) => m.id);
     if (ids.length === 0) return [];

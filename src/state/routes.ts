@@ -4,37 +4,22 @@ import type { Deps } from '../deps.js';
 import { requirePrincipal, type AppEnv } from '../http/auth.js';
 import { declaredLength, readResource, requestBody } from '../http/body.js';
 import { sendBlob } from '../http/blob-response.js';
-import { notFound, payloadTooLarge, serviceUnavailable, unprocessable } from '../http/errors.js';
+import { capabilityUrl } from '../http/authorized.js';
+import { notFound, payloadTooLarge, unprocessable } from '../http/errors.js';
 import { jsonApi } from '../http/jsonapi.js';
 import { pageLinksAndMeta, parsePage } from '../http/pagination.js';
 import { queryParams } from '../http/query.js';
-import type { Principal } from '../identity/principal.js';
-import { orgAccess } from '../organizations/access.js';
 import { includeSet } from '../organizations/params.js';
-import { getOrganizationById } from '../organizations/store.js';
-import { workspaceAccess, type WorkspaceAccess } from '../workspaces/access.js';
-import { workspaceById, workspaceByName } from '../workspaces/service.js';
-import { getWorkspaceById } from '../workspaces/store.js';
+import type { WorkspaceAccess } from '../workspaces/access.js';
+import { workspaceByIdForUpdate } from '../workspaces/service.js';
 import { serializeOutput, serializeStateVersion, verifyDownload } from './serialize.js';
 import { createStateVersion, createStateVersionSchema, receiveJsonStateUpload, receiveStateUpload } from './service.js';
-import { countOutputs, getOutput, getStateVersion, listOutputs, listStateVersions, outputIds, type StateVersionRow } from './store.js';
+import { currentOutputsVersion, currentStateVersion, readableStateVersion, stateVersionFor, visibleOutput, workspaceForStateVersions } from './read.js';
+import { countOutputs, getStateVersion, listOutputs, listStateVersions, outputIds, type StateVersionRow } from './store.js';
 
 /** POST /api/v2/workspaces/:id/state-versions carries whole state files: it has its own body limit. */
 export function isStateVersionCreate(method: string, path: string): boolean {
   return method === 'POST' && /^\/api\/v2\/workspaces\/[^/]+\/state-versions\/?$/.test(path);
-}
-
-/** Seconds Terraform is told to wait before asking again for outputs still being processed. */
-const RETRY_AFTER_SECONDS = 2;
-
-/** A state version with its workspace access; 404 unless the caller may at least read outputs. */
-async function stateVersionFor(deps: Deps, p: Principal, id: string): Promise<{ sv: StateVersionRow; access: WorkspaceAccess }> {
-  const sv = await getStateVersion(deps.db, id);
-  const ws = sv ? await getWorkspaceById(deps.db, sv.workspace_id) : undefined;
-  const org = ws ? await getOrganizationById(deps.db, ws.organization_id) : undefined;
-  const access = org ? workspaceAccess(await orgAccess(deps.db, p, org.id)) : undefined;
-  if (!sv || !access?.readOutputs) throw notFound(`state version "${id}" not found, or you are not authorized to see it`);
-  return { sv, access };
 }
 
 /** HCP's state-versions and state-version-outputs API. */
@@ -61,8 +46,7 @@ export function stateRoutes(deps: Deps): Hono<AppEnv> {
     }),
     async (c) => {
       const p = requirePrincipal(c);
-      const ctx = await workspaceById(deps, p, c.req.param('workspace_id'));
-      if (!ctx.access.manage) throw notFound(`workspace "${ctx.ws.id}" not found, or you are not authorized to create state versions in it`);
+      const ctx = await workspaceByIdForUpdate(deps, p, c.req.param('workspace_id'));
       const { attributes } = await readResource(c, 'state-versions', createStateVersionSchema);
       const { sv, uploadUrls } = await createStateVersion(deps, p, ctx, attributes);
       return renderVersion(c, sv, ctx.access, 201, uploadUrls);
@@ -70,22 +54,13 @@ export function stateRoutes(deps: Deps): Hono<AppEnv> {
   );
 
   app.get('/workspaces/:workspace_id/current-state-version', async (c) => {
-    const ctx = await workspaceById(deps, requirePrincipal(c), c.req.param('workspace_id'));
-    const sv = ctx.access.readStateVersions && ctx.ws.current_state_version_id ? await getStateVersion(deps.db, ctx.ws.current_state_version_id) : undefined;
-    if (!ctx.access.readStateVersions) throw notFound(`workspace "${ctx.ws.id}" not found, or you are not authorized to read its state versions`);
-    if (!sv) throw notFound(`workspace "${ctx.ws.name}" has no state version yet`);
+    const { sv, ctx } = await currentStateVersion(deps, requirePrincipal(c), c.req.param('workspace_id'));
     return renderVersion(c, sv, ctx.access);
   });
 
   app.get('/workspaces/:workspace_id/current-state-version-outputs', async (c) => {
-    const ctx = await workspaceById(deps, requirePrincipal(c), c.req.param('workspace_id'));
-    const sv = ctx.ws.current_state_version_id ? await getStateVersion(deps.db, ctx.ws.current_state_version_id) : undefined;
+    const sv = await currentOutputsVersion(deps, requirePrincipal(c), c.req.param('workspace_id'));
     if (!sv) return jsonApi(c, { data: [] });
-    // Until processing commits no output may pass for final. Terraform retries only when the
-    // error text contains "service unavailable".
-    if (sv.resources_processed !== 1) {
-      throw serviceUnavailable(`the outputs of state version ${sv.id} are still being processed; retry in a few seconds`, RETRY_AFTER_SECONDS);
-    }
     // Terraform reads this once and never pages: without page parameters, every output.
     const page = parsePage(c);
     if (!page.explicit) return jsonApi(c, { data: (await listOutputs(deps.db, sv.id)).map((o) => serializeOutput(deps, o, false)) });
@@ -102,8 +77,7 @@ export function stateRoutes(deps: Deps): Hono<AppEnv> {
     const wsName = q.get('filter[workspace][name]');
     if (!orgName) throw unprocessable('filter[organization][name] is required');
     if (!wsName) throw unprocessable('filter[workspace][name] is required');
-    const ctx = await workspaceByName(deps, p, orgName, wsName);
-    if (!ctx.access.readStateVersions) throw notFound(`workspace "${orgName}/${wsName}" not found, or you are not authorized to read its state versions`);
+    const ctx = await workspaceForStateVersions(deps, p, orgName, wsName);
     const page = parsePage(c);
     const { rows, total } = await listStateVersions(deps.db, ctx.ws.id, { limit: page.size, offset: page.offset });
     const data = [];
@@ -112,8 +86,7 @@ export function stateRoutes(deps: Deps): Hono<AppEnv> {
   });
 
   app.get('/state-versions/:id', async (c) => {
-    const { sv, access } = await stateVersionFor(deps, requirePrincipal(c), c.req.param('id'));
-    if (!access.readStateVersions) throw notFound(`state version "${sv.id}" not found, or you are not authorized to see it`);
+    const { sv, access } = await readableStateVersion(deps, requirePrincipal(c), c.req.param('id'));
     return renderVersion(c, sv, access);
   });
 
@@ -126,15 +99,8 @@ export function stateRoutes(deps: Deps): Hono<AppEnv> {
   });
 
   app.get('/state-version-outputs/:id', async (c) => {
-    const p = requirePrincipal(c);
-    const id = c.req.param('id');
-    const o = await getOutput(deps.db, id);
-    if (!o) throw notFound(`state version output "${id}" not found, or you are not authorized to see it`);
-    const { access } = await stateVersionFor(deps, p, o.state_version_id).catch(() => {
-      throw notFound(`state version output "${id}" not found, or you are not authorized to see it`);
-    });
-    // The plaintext of a sensitive value is for those who may read the state itself.
-    return jsonApi(c, { data: serializeOutput(deps, o, access.readStateVersions) });
+    const { output, showSensitive } = await visibleOutput(deps, requirePrincipal(c), c.req.param('id'));
+    return jsonApi(c, { data: serializeOutput(deps, output, showSensitive) });
   });
 
   return app;
@@ -145,11 +111,13 @@ export function stateFileRoutes(deps: Deps): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
 
   app.put('/uploads/state/:token', async (c) => {
+    capabilityUrl();
     const sv = await receiveStateUpload(deps, c.req.param('token'), requestBody(c), declaredLength(c));
     return jsonApi(c, { data: { id: sv.id, type: 'state-versions', attributes: { status: sv.status, size: sv.size, serial: sv.serial } } });
   });
 
   app.put('/uploads/state-json/:token', async (c) => {
+    capabilityUrl();
     const sv = await receiveJsonStateUpload(deps, c.req.param('token'), requestBody(c), declaredLength(c));
     return jsonApi(c, { data: { id: sv.id, type: 'state-versions', attributes: { status: sv.status } } });
   });

@@ -2,32 +2,35 @@ import { Hono, type Context } from 'hono';
 import type { Deps } from '../deps.js';
 import { requirePrincipal, type AppEnv } from '../http/auth.js';
 import { readIdentifiers, readResource } from '../http/body.js';
-import { notFound } from '../http/errors.js';
 import { jsonApi, type ResourceObject } from '../http/jsonapi.js';
 import { pageLinksAndMeta, parsePage } from '../http/pagination.js';
-import { principalLabel, type Principal } from '../identity/principal.js';
 import { serializeToken, serializeUser } from '../identity/serialize.js';
-import { getUserById } from '../identity/users.js';
+import { getUserById } from '../identity/store.js';
 import { canManageTeams, principalTeamIds, type OrganizationRow } from '../organizations/access.js';
-import { getMembershipView, serializeMembership } from '../organizations/memberships.js';
+import { serializeMembership } from '../organizations/memberships.js';
+import { getMembershipView } from '../organizations/store.js';
 import { includeSet, listParam, optionalParam } from '../organizations/params.js';
 import { visibleOrganization } from '../organizations/service.js';
-import { findOwnedToken, readTokenOptions, replaceToken } from '../organizations/tokens.js';
-import { readTeamSettings, serializeTeam, type TeamRow } from './serialize.js';
+import { readTokenOptions } from '../organizations/tokens.js';
+import { serializeTeam, type TeamRow } from './serialize.js';
 import {
   addTeamMembers,
   createTeam,
   createTeamSchema,
+  createTeamToken,
   deleteTeam,
+  deleteTeamToken,
+  organizationForTeams,
   removeTeamMembers,
+  teamForManagement,
+  teamForTokens,
+  teamToken,
   updateTeam,
   updateTeamSchema,
   visibleTeam,
   type VisibleTeam,
 } from './service.js';
 import { listTeams, teamMembers } from './store.js';
-
-const managersOnly = () => notFound('only the owners of an organization (or its organization token) may manage its teams');
 
 /** Teams, their members (both relationship forms) and the team token. */
 export function teamRoutes(deps: Deps): Hono<AppEnv> {
@@ -75,11 +78,10 @@ export function teamRoutes(deps: Deps): Hono<AppEnv> {
 
   app.post('/organizations/:name/teams', async (c) => {
     const p = requirePrincipal(c);
-    const { org, access } = await visibleOrganization(deps, p, c.req.param('name'));
-    if (!canManageTeams(access)) throw managersOnly();
+    const target = await organizationForTeams(deps, p, c.req.param('name'));
     const { attributes } = await readResource(c, 'teams', createTeamSchema);
-    const team = await createTeam(deps, p, org, attributes);
-    return jsonApi(c, { data: serializeTeam(team, org.name, [], access) }, 201);
+    const team = await createTeam(deps, p, target, attributes);
+    return jsonApi(c, { data: serializeTeam(team, target.org.name, [], target.access) }, 201);
   });
 
   app.get('/teams/:id', async (c) => {
@@ -90,19 +92,16 @@ export function teamRoutes(deps: Deps): Hono<AppEnv> {
 
   app.patch('/teams/:id', async (c) => {
     const p = requirePrincipal(c);
-    const { team, org, access } = await visibleTeam(deps, p, c.req.param('id'));
-    if (!canManageTeams(access)) throw managersOnly();
+    const vt = await teamForManagement(deps, p, c.req.param('id'));
     const { attributes } = await readResource(c, 'teams', updateTeamSchema);
-    const updated = await updateTeam(deps, p, team, attributes);
-    const { data } = await render(c, [updated], org, access);
+    const updated = await updateTeam(deps, p, vt, attributes);
+    const { data } = await render(c, [updated], vt.org, vt.access);
     return jsonApi(c, { data: data[0]! });
   });
 
   app.delete('/teams/:id', async (c) => {
     const p = requirePrincipal(c);
-    const { team, access } = await visibleTeam(deps, p, c.req.param('id'));
-    if (!canManageTeams(access)) throw managersOnly();
-    await deleteTeam(deps, p, team);
+    await deleteTeam(deps, p, await teamForManagement(deps, p, c.req.param('id')));
     return c.body(null, 204);
   });
 
@@ -112,10 +111,9 @@ export function teamRoutes(deps: Deps): Hono<AppEnv> {
     const path = `/teams/:id/relationships/${kind}`;
     const change = (op: typeof addTeamMembers) => async (c: Context<AppEnv>) => {
       const p = requirePrincipal(c);
-      const { team, access } = await visibleTeam(deps, p, c.req.param('id')!);
-      if (!canManageTeams(access)) throw managersOnly();
+      const vt = await teamForManagement(deps, p, c.req.param('id')!);
       const ids = await readIdentifiers(c, kind);
-      await op(deps, p, team, kind, ids);
+      await op(deps, p, vt, kind, ids);
       return c.body(null, 204);
     };
     app.post(path, change(addTeamMembers));
@@ -124,37 +122,23 @@ export function teamRoutes(deps: Deps): Hono<AppEnv> {
 
   // ---- the team token (legacy endpoint: one per team) ----
 
-  /** Owners may; so may the team's own members when the team allows member token management. */
-  async function tokenTeam(c: Context<AppEnv>): Promise<{ p: Principal; team: TeamRow }> {
-    const p = requirePrincipal(c);
-    const { team, org, access } = await visibleTeam(deps, p, c.req.param('id')!);
-    const memberMay =
-      p.kind === 'user' && readTeamSettings(team).allowMemberTokenManagement && (await principalTeamIds(deps.db, p, org.id)).has(team.id);
-    if (!access.owner && !memberMay) throw notFound('only the owners of an organization may manage its team tokens');
-    return { p, team };
-  }
-
   app.get('/teams/:id/authentication-token', async (c) => {
-    const { team } = await tokenTeam(c);
-    const row = await findOwnedToken(deps, { kind: 'team', teamId: team.id });
-    if (!row) throw notFound(`team "${team.id}" has no team token`);
+    const p = requirePrincipal(c);
+    const row = await teamToken(deps, p, await teamForTokens(deps, p, c.req.param('id')));
     return jsonApi(c, { data: serializeToken(row) });
   });
 
   app.post('/teams/:id/authentication-token', async (c) => {
-    const { p, team } = await tokenTeam(c);
+    const p = requirePrincipal(c);
+    const vt = await teamForTokens(deps, p, c.req.param('id'));
     const opts = await readTokenOptions(c, deps.clock.now());
-    const { row, token } = await replaceToken(deps, p, { kind: 'team', teamId: team.id }, opts);
-    deps.logger.info({ actor: principalLabel(p), organization: team.organization_id, team: team.id, token: row.id }, 'team token created');
+    const { row, token } = await createTeamToken(deps, p, vt, opts);
     return jsonApi(c, { data: serializeToken(row, token) }, 201);
   });
 
   app.delete('/teams/:id/authentication-token', async (c) => {
-    const { p, team } = await tokenTeam(c);
-    const row = await findOwnedToken(deps, { kind: 'team', teamId: team.id });
-    if (!row) throw notFound(`team "${team.id}" has no team token`);
-    await deps.db.deleteFrom('tokens').where('id', '=', row.id).execute();
-    deps.logger.info({ actor: principalLabel(p), organization: team.organization_id, team: team.id, token: row.id }, 'team token deleted');
+    const p = requirePrincipal(c);
+    await deleteTeamToken(deps, p, await teamForTokens(deps, p, c.req.param('id')));
     return c.body(null, 204);
   });
 

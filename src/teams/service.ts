@@ -1,11 +1,12 @@
 import { z } from 'zod';
 import { rfc3339 } from '../clock.js';
-import { inTransaction, isUniqueViolation } from '../db/index.js';
+import { inTransaction, isUniqueViolation, type Tx } from '../db/index.js';
 import type { Deps } from '../deps.js';
+import { authorize } from '../http/authorized.js';
 import { ApiError, notFound, unprocessable } from '../http/errors.js';
 import { ApiErrors } from '../http/jsonapi.js';
 import { principalLabel, type Principal } from '../identity/principal.js';
-import { findUser } from '../identity/users.js';
+import { deleteToken, findOwnedToken, findUser, type TokenRow } from '../identity/store.js';
 import { newId } from '../ids.js';
 import {
   TEAM_PERMISSIONS,
@@ -16,9 +17,11 @@ import {
   type OrganizationRow,
 } from '../organizations/access.js';
 import { assertOwnersTeamKeepsAnActiveMember } from '../organizations/owners.js';
-import { getOrganizationById } from '../organizations/store.js';
+import { replaceToken, type TokenOptions } from '../organizations/tokens.js';
+import { visibleOrganization } from '../organizations/service.js';
+import { getMembership, getOrganizationById, membershipOf } from '../organizations/store.js';
 import { MEMBER_TOKEN_MANAGEMENT, UNSUPPORTED_ACCESS, organizationAccessOf, readTeamSettings, writeTeamSettings, type TeamRow } from './serialize.js';
-import { getTeam } from './store.js';
+import { addTeamMember, deleteTeamRow, getTeam, insertTeam, removeTeamMemberRows, updateTeamRow } from './store.js';
 
 export const TEAM_NAME_RE = /^[A-Za-z0-9](?:[A-Za-z0-9_.-]{0,62}[A-Za-z0-9])?$/;
 const bool = () => z.boolean({ error: 'must be true or false' }).optional();
@@ -49,6 +52,29 @@ export interface VisibleTeam {
   team: TeamRow;
   org: OrganizationRow;
   access: OrgAccess;
+}
+
+export const OWNERS_TEAM_NAME = 'owners';
+
+const managersOnly = () => notFound('only the owners of an organization (or its organization token) may manage its teams');
+
+/** Every change to teams and their members begins here: owners and the organization token may. */
+export function requireTeamManager(access: OrgAccess): void {
+  authorize(canManageTeams(access), managersOnly);
+}
+
+/** The organization named in a path, if the caller may create teams in it; 404 otherwise. */
+export async function organizationForTeams(deps: Deps, p: Principal, name: string): Promise<{ org: OrganizationRow; access: OrgAccess }> {
+  const target = await visibleOrganization(deps, p, name);
+  requireTeamManager(target.access);
+  return target;
+}
+
+/** A team the caller may change; 404 otherwise. Call before reading a body. */
+export async function teamForManagement(deps: Deps, p: Principal, teamId: string): Promise<VisibleTeam> {
+  const vt = await visibleTeam(deps, p, teamId);
+  requireTeamManager(vt.access);
+  return vt;
 }
 
 /** A team the caller may see: secret teams only to owners, the organization token and their members. */
@@ -88,7 +114,13 @@ function nextSettings(team: TeamRow | null, a: TeamInput): string {
 
 const nameTaken = (name: string) => unprocessable(`name: a team named "${name}" already exists in this organization`, '/data/attributes/name');
 
-export async function createTeam(deps: Deps, p: Principal, org: OrganizationRow, a: TeamInput & { name: string }): Promise<TeamRow> {
+export async function createTeam(
+  deps: Deps,
+  p: Principal,
+  { org, access }: { org: OrganizationRow; access: OrgAccess },
+  a: TeamInput & { name: string },
+): Promise<TeamRow> {
+  requireTeamManager(access);
   const team: TeamRow = {
     id: newId('team'),
     organization_id: org.id,
@@ -100,7 +132,7 @@ export async function createTeam(deps: Deps, p: Principal, org: OrganizationRow,
     created_at: rfc3339(deps.clock.now()),
   };
   try {
-    await deps.db.insertInto('teams').values(team).execute();
+    await insertTeam(deps.db, team);
   } catch (err) {
     if (isUniqueViolation(err)) throw nameTaken(a.name);
     throw err;
@@ -109,7 +141,8 @@ export async function createTeam(deps: Deps, p: Principal, org: OrganizationRow,
   return team;
 }
 
-export async function updateTeam(deps: Deps, p: Principal, team: TeamRow, a: TeamInput): Promise<TeamRow> {
+export async function updateTeam(deps: Deps, p: Principal, { team, access }: VisibleTeam, a: TeamInput): Promise<TeamRow> {
+  requireTeamManager(access);
   if (team.is_owners === 1 && a.name !== undefined && a.name !== team.name) {
     throw unprocessable('name: the owners team cannot be renamed', '/data/attributes/name');
   }
@@ -121,11 +154,7 @@ export async function updateTeam(deps: Deps, p: Principal, team: TeamRow, a: Tea
     permissions: nextSettings(team, a),
   };
   try {
-    await deps.db
-      .updateTable('teams')
-      .set({ name: updated.name, name_lower: updated.name_lower, visibility: updated.visibility, permissions: updated.permissions })
-      .where('id', '=', team.id)
-      .execute();
+    await updateTeamRow(deps.db, updated);
   } catch (err) {
     if (isUniqueViolation(err)) throw nameTaken(updated.name);
     throw err;
@@ -135,9 +164,10 @@ export async function updateTeam(deps: Deps, p: Principal, team: TeamRow, a: Tea
   return updated;
 }
 
-export async function deleteTeam(deps: Deps, p: Principal, team: TeamRow): Promise<void> {
+export async function deleteTeam(deps: Deps, p: Principal, { team, access }: VisibleTeam): Promise<void> {
+  requireTeamManager(access);
   if (team.is_owners === 1) throw unprocessable('the owners team cannot be deleted');
-  await deps.db.deleteFrom('teams').where('id', '=', team.id).execute();
+  await deleteTeamRow(deps.db, team.id);
   deps.logger.info({ actor: principalLabel(p), organization: team.organization_id, team: team.id, name: team.name }, 'team deleted');
 }
 
@@ -150,7 +180,7 @@ async function resolveMembers(deps: Deps, team: TeamRow, kind: 'users' | 'organi
   const out: string[] = [];
   for (const [i, id] of ids.entries()) {
     if (kind === 'organization-memberships') {
-      const m = await deps.db.selectFrom('organization_memberships').selectAll().where('id', '=', id).executeTakeFirst();
+      const m = await getMembership(deps.db, id);
       if (!m || m.organization_id !== team.organization_id) throw notFound(`data[${i}]: organization membership "${id}" not found in this team's organization`);
       out.push(m.user_id);
       continue;
@@ -158,12 +188,7 @@ async function resolveMembers(deps: Deps, team: TeamRow, kind: 'users' | 'organi
     const user = await findUser(deps.db, id);
     if (!user) throw notFound(`data[${i}]: user "${id}" not found`);
     if (adding) {
-      const m = await deps.db
-        .selectFrom('organization_memberships')
-        .select(['id', 'status'])
-        .where('organization_id', '=', team.organization_id)
-        .where('user_id', '=', user.id)
-        .executeTakeFirst();
+      const m = await membershipOf(deps.db, team.organization_id, user.id);
       if (!m) {
         throw unprocessable(`data[${i}].id: user "${id}" is not a member of this organization; invite them first (POST /api/v2/organizations/:organization_name/organization-memberships)`, `/data/${i}/id`);
       }
@@ -179,26 +204,77 @@ async function resolveMembers(deps: Deps, team: TeamRow, kind: 'users' | 'organi
   return [...new Set(out)];
 }
 
-export async function addTeamMembers(deps: Deps, p: Principal, team: TeamRow, kind: 'users' | 'organization-memberships', ids: string[]): Promise<void> {
+export async function addTeamMembers(deps: Deps, p: Principal, { team, access }: VisibleTeam, kind: 'users' | 'organization-memberships', ids: string[]): Promise<void> {
+  requireTeamManager(access);
   const userIds = await resolveMembers(deps, team, kind, ids, true);
   const now = rfc3339(deps.clock.now());
   await inTransaction(deps.db, async (tx) => {
-    for (const userId of userIds) {
-      await tx
-        .insertInto('team_members')
-        .values({ team_id: team.id, user_id: userId, created_at: now })
-        .onConflict((oc) => oc.columns(['team_id', 'user_id']).doNothing())
-        .execute();
-    }
+    for (const userId of userIds) await addTeamMember(tx, team.id, userId, now);
   });
   deps.logger.info({ actor: principalLabel(p), organization: team.organization_id, team: team.id, added: userIds }, 'team members added');
 }
 
-export async function removeTeamMembers(deps: Deps, p: Principal, team: TeamRow, kind: 'users' | 'organization-memberships', ids: string[]): Promise<void> {
+export async function removeTeamMembers(deps: Deps, p: Principal, { team, access }: VisibleTeam, kind: 'users' | 'organization-memberships', ids: string[]): Promise<void> {
+  requireTeamManager(access);
   const userIds = await resolveMembers(deps, team, kind, ids, false);
   await inTransaction(deps.db, async (tx) => {
-    await tx.deleteFrom('team_members').where('team_id', '=', team.id).where('user_id', 'in', userIds).execute();
+    await removeTeamMemberRows(tx, team.id, userIds);
     if (team.is_owners === 1) await assertOwnersTeamKeepsAnActiveMember(tx, team.organization_id, '/data');
   });
   deps.logger.info({ actor: principalLabel(p), organization: team.organization_id, team: team.id, removed: userIds }, 'team members removed');
+}
+
+// ---- the owners team, created with its organization ----
+
+/** Registered as an organization-created hook: the owners team, with the creator in it. */
+export async function createOwnersTeam(tx: Tx, deps: Deps, org: OrganizationRow, creatorUserId: string): Promise<void> {
+  const team: TeamRow = {
+    id: newId('team'),
+    organization_id: org.id,
+    name: OWNERS_TEAM_NAME,
+    name_lower: OWNERS_TEAM_NAME,
+    is_owners: 1,
+    visibility: 'organization',
+    permissions: '{}',
+    created_at: org.created_at,
+  };
+  await insertTeam(tx, team);
+  await addTeamMember(tx, team.id, creatorUserId, org.created_at);
+}
+
+// ---- the team token (legacy endpoint: one per team) ----
+
+const tokenManagersOnly = () => notFound('only the owners of an organization may manage its team tokens');
+
+/** Owners may; so may the team's own members when the team allows member token management. */
+async function mayManageTeamToken(deps: Deps, p: Principal, { team, org, access }: VisibleTeam): Promise<boolean> {
+  if (access.owner) return true;
+  return p.kind === 'user' && readTeamSettings(team).allowMemberTokenManagement && (await principalTeamIds(deps.db, p, org.id)).has(team.id);
+}
+
+/** A team whose token the caller may manage; 404 otherwise. Call before reading a body. */
+export async function teamForTokens(deps: Deps, p: Principal, teamId: string): Promise<VisibleTeam> {
+  const vt = await visibleTeam(deps, p, teamId);
+  authorize(await mayManageTeamToken(deps, p, vt), tokenManagersOnly);
+  return vt;
+}
+
+export async function teamToken(deps: Deps, p: Principal, vt: VisibleTeam): Promise<TokenRow> {
+  authorize(await mayManageTeamToken(deps, p, vt), tokenManagersOnly);
+  const row = await findOwnedToken(deps.db, { kind: 'team', teamId: vt.team.id });
+  if (!row) throw notFound(`team "${vt.team.id}" has no team token`);
+  return row;
+}
+
+export async function createTeamToken(deps: Deps, p: Principal, vt: VisibleTeam, opts: TokenOptions): Promise<{ row: TokenRow; token: string }> {
+  authorize(await mayManageTeamToken(deps, p, vt), tokenManagersOnly);
+  const created = await replaceToken(deps, p, { kind: 'team', teamId: vt.team.id }, opts);
+  deps.logger.info({ actor: principalLabel(p), organization: vt.team.organization_id, team: vt.team.id, token: created.row.id }, 'team token created');
+  return created;
+}
+
+export async function deleteTeamToken(deps: Deps, p: Principal, vt: VisibleTeam): Promise<void> {
+  const row = await teamToken(deps, p, vt);
+  await deleteToken(deps.db, row.id);
+  deps.logger.info({ actor: principalLabel(p), organization: vt.team.organization_id, team: vt.team.id, token: row.id }, 'team token deleted');
 }

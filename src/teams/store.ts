@@ -7,6 +7,37 @@ export async function getTeam(db: Queryable, id: string): Promise<TeamRow | unde
   return db.selectFrom('teams').selectAll().where('id', '=', id).executeTakeFirst();
 }
 
+export async function insertTeam(db: Queryable, team: TeamRow): Promise<void> {
+  await db.insertInto('teams').values(team).execute();
+}
+
+export async function updateTeamRow(db: Queryable, team: TeamRow): Promise<void> {
+  await db
+    .updateTable('teams')
+    .set({ name: team.name, name_lower: team.name_lower, visibility: team.visibility, permissions: team.permissions })
+    .where('id', '=', team.id)
+    .execute();
+}
+
+/** Members go with their team (team_members cascades). */
+export async function deleteTeamRow(db: Queryable, id: string): Promise<void> {
+  await db.deleteFrom('teams').where('id', '=', id).execute();
+}
+
+/** Adds one member; adding a member twice changes nothing. */
+export async function addTeamMember(db: Queryable, teamId: string, userId: string, now: string): Promise<void> {
+  await db
+    .insertInto('team_members')
+    .values({ team_id: teamId, user_id: userId, created_at: now })
+    .onConflict((oc) => oc.columns(['team_id', 'user_id']).doNothing())
+    .execute();
+}
+
+export async function removeTeamMemberRows(db: Queryable, teamId: string, userIds: string[]): Promise<void> {
+  if (userIds.length === 0) return;
+  await db.deleteFrom('team_members').where('team_id', '=', teamId).where('user_id', 'in', userIds).execute();
+}
+
 export interface TeamFilter {
   organizationId: string;
   /** Undefined: every team; otherwise organization-visible teams plus these (secret) ones. */

@@ -2,7 +2,6 @@ import { Hono, type Context } from 'hono';
 import type { Deps } from '../deps.js';
 import { requirePrincipal, type AppEnv } from '../http/auth.js';
 import { readJson, readResource } from '../http/body.js';
-import { notFound } from '../http/errors.js';
 import { jsonApi } from '../http/jsonapi.js';
 import { pageLinksAndMeta, parsePage } from '../http/pagination.js';
 import { queryParams } from '../http/query.js';
@@ -11,11 +10,14 @@ import {
   createWorkspace,
   deleteWorkspace,
   lockWorkspace,
+  organizationForWorkspaceCreate,
   organizationForWorkspaces,
   unlockWorkspace,
   updateWorkspace,
   workspaceById,
+  workspaceByIdForUpdate,
   workspaceByName,
+  workspaceByNameForUpdate,
   type WorkspaceContext,
 } from './service.js';
 import { createWorkspaceSchema, lockSchema, updateWorkspaceSchema } from './settings.js';
@@ -35,9 +37,7 @@ export function workspaceRoutes(deps: Deps): Hono<AppEnv> {
 
   app.post('/organizations/:org/workspaces', async (c) => {
     const p = requirePrincipal(c);
-    const { org, access } = await organizationForWorkspaces(deps, p, c.req.param('org'));
-    // Refuse before reading the body: a caller who may not create learns nothing from validation.
-    if (!access.manage) throw notFound(`organization "${org.name}" not found, or you are not authorized to create workspaces in it`);
+    const { org, access } = await organizationForWorkspaceCreate(deps, p, c.req.param('org'));
     const { attributes } = await readResource(c, 'workspaces', createWorkspaceSchema);
     const ws = await createWorkspace(deps, p, org, access, attributes);
     return render(c, { org, access }, ws, 201);
@@ -55,9 +55,13 @@ export function workspaceRoutes(deps: Deps): Hono<AppEnv> {
     return jsonApi(c, { data, ...pageLinksAndMeta(c, deps.config.publicUrl, page, total) });
   });
 
-  for (const [path, find] of [
-    ['/organizations/:org/workspaces/:name', byName],
-    ['/workspaces/:workspace_id', byId],
+  const byNameForUpdate = (c: Context<AppEnv>) =>
+    workspaceByNameForUpdate(deps, requirePrincipal(c), c.req.param('org')!, c.req.param('name')!);
+  const byIdForUpdate = (c: Context<AppEnv>) => workspaceByIdForUpdate(deps, requirePrincipal(c), c.req.param('workspace_id')!);
+
+  for (const [path, find, findForUpdate] of [
+    ['/organizations/:org/workspaces/:name', byName, byNameForUpdate],
+    ['/workspaces/:workspace_id', byId, byIdForUpdate],
   ] as const) {
     app.get(path, async (c) => {
       const ctx = await find(c);
@@ -66,7 +70,7 @@ export function workspaceRoutes(deps: Deps): Hono<AppEnv> {
 
     app.patch(path, async (c) => {
       const p = requirePrincipal(c);
-      const ctx = await find(c);
+      const ctx = await findForUpdate(c);
       const { attributes } = await readResource(c, 'workspaces', updateWorkspaceSchema);
       const ws = await updateWorkspace(deps, p, ctx, attributes);
       return render(c, ctx, ws);
@@ -87,7 +91,7 @@ export function workspaceRoutes(deps: Deps): Hono<AppEnv> {
 
   app.post('/workspaces/:workspace_id/actions/lock', async (c) => {
     const p = requirePrincipal(c);
-    const ctx = await byId(c);
+    const ctx = await byIdForUpdate(c);
     // go-tfe sends {"reason":"…"} as plain JSON; other clients send nothing or a JSON:API body.
     let reason: string | null = null;
     if ((c.req.header('content-length') ?? '0') !== '0' || c.req.header('transfer-encoding')) {

@@ -1,6 +1,7 @@
 import { rfc3339 } from '../clock.js';
 import { isUniqueViolation, type Queryable } from '../db/index.js';
 import type { Deps } from '../deps.js';
+import { authorize } from '../http/authorized.js';
 import { ApiError, conflict, notFound, unprocessable } from '../http/errors.js';
 import { ApiErrors } from '../http/jsonapi.js';
 import { principalLabel, type Principal } from '../identity/principal.js';
@@ -48,7 +49,31 @@ export async function workspaceByName(deps: Deps, p: Principal, orgName: string,
 
 export function requireManage(ctx: { access: WorkspaceAccess }, what = 'workspace'): void {
   // The caller sees the workspace but may not change it: answer as HCP does, "not found".
-  if (!ctx.access.manage) throw hidden(what);
+  authorize(ctx.access.manage, () => hidden(what));
+}
+
+/** A workspace by id that the caller may change; 404 otherwise. Call before reading a body. */
+export async function workspaceByIdForUpdate(deps: Deps, p: Principal, id: string): Promise<WorkspaceContext> {
+  const ctx = await workspaceById(deps, p, id);
+  requireManage(ctx, `workspace "${id}"`);
+  return ctx;
+}
+
+export async function workspaceByNameForUpdate(deps: Deps, p: Principal, orgName: string, name: string): Promise<WorkspaceContext> {
+  const ctx = await workspaceByName(deps, p, orgName, name);
+  requireManage(ctx, `workspace "${orgName}/${name}"`);
+  return ctx;
+}
+
+/** The organization named in a path, if the caller may create workspaces in it; 404 otherwise. */
+export async function organizationForWorkspaceCreate(deps: Deps, p: Principal, orgName: string): Promise<{ org: OrganizationRow; access: WorkspaceAccess }> {
+  const target = await organizationForWorkspaces(deps, p, orgName);
+  requireCreate(target);
+  return target;
+}
+
+function requireCreate({ org, access }: { org: OrganizationRow; access: WorkspaceAccess }): void {
+  authorize(access.manage, () => notFound(`organization "${org.name}" not found, or you are not authorized to create workspaces in it`));
 }
 
 function throwAll(errors: ApiError[]): void {
@@ -168,7 +193,7 @@ export async function createWorkspace(
   access: WorkspaceAccess,
   a: WorkspaceInput & { name: string },
 ): Promise<WorkspaceRow> {
-  if (!access.manage) throw hidden(`organization "${org.name}"`);
+  requireCreate({ org, access });
   const { row } = await resolve(deps.db, org, null, a);
   if (await getWorkspaceByName(deps.db, org.id, a.name)) throw nameTaken(a.name);
   const now = rfc3339(deps.clock.now());

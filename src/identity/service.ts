@@ -1,0 +1,95 @@
+import { rfc3339 } from '../clock.js';
+import { isUniqueViolation } from '../db/index.js';
+import type { Deps } from '../deps.js';
+import { authorize } from '../http/authorized.js';
+import { notFound, unprocessable } from '../http/errors.js';
+import { newId } from '../ids.js';
+import { isSiteAdmin, principalLabel, type Principal } from './principal.js';
+import { deleteToken, findUser, getUserToken, insertToken, insertUser, listUserTokens, type TokenRow, type UserRow } from './store.js';
+
+/** Only site admins create users; anyone else sees 404. Call before reading the body. */
+export function requireSiteAdmin(p: Principal): void {
+  authorize(isSiteAdmin(p), () => notFound());
+}
+
+export async function createUser(
+  deps: Deps,
+  p: Principal,
+  a: { username: string; email: string; siteAdmin: boolean },
+): Promise<UserRow> {
+  requireSiteAdmin(p);
+  const user: UserRow = {
+    id: newId('user'),
+    username: a.username,
+    username_lower: a.username.toLowerCase(),
+    email: a.email,
+    email_lower: a.email.toLowerCase(),
+    is_site_admin: a.siteAdmin ? 1 : 0,
+    is_service_account: 0,
+    created_at: rfc3339(deps.clock.now()),
+  };
+  try {
+    await insertUser(deps.db, user);
+  } catch (err) {
+    if (!isUniqueViolation(err)) throw err;
+    const taken = await findUser(deps.db, a.username);
+    throw taken
+      ? unprocessable(`username "${a.username}" is already taken`, '/data/attributes/username')
+      : unprocessable(`email "${a.email}" is already in use`, '/data/attributes/email');
+  }
+  deps.logger.info({ actor: principalLabel(p), user: user.id, username: user.username }, 'user created');
+  return user;
+}
+
+/** A user whose tokens the caller may manage: their own, or anyone's for site admins; 404 otherwise. */
+export async function userForTokens(deps: Deps, p: Principal, userId: string): Promise<UserRow> {
+  const self = p.kind === 'user' && (p.user.id === userId || p.user.username.toLowerCase() === userId.toLowerCase());
+  authorize(self || isSiteAdmin(p), () => notFound());
+  const user = await findUser(deps.db, userId);
+  if (!user) throw notFound();
+  return user;
+}
+
+export async function createUserToken(
+  deps: Deps,
+  p: Principal,
+  userId: string,
+  a: { description: string | null; expiredAt: string | null },
+): Promise<{ row: TokenRow; token: string }> {
+  const user = await userForTokens(deps, p, userId);
+  const now = deps.clock.now();
+  let expiredAt: string | null = null;
+  if (a.expiredAt) {
+    const t = new Date(a.expiredAt);
+    if (t.getTime() <= now.getTime()) throw unprocessable('expired-at must be in the future', '/data/attributes/expired-at');
+    expiredAt = rfc3339(t);
+  }
+  const created = await insertToken(deps.db, {
+    kind: 'user',
+    userId: user.id,
+    description: a.description,
+    createdBy: p.kind === 'user' ? p.user.id : null,
+    expiredAt,
+    now: rfc3339(now),
+  });
+  deps.logger.info({ actor: principalLabel(p), token: created.row.id, user: user.id }, 'user token created');
+  return created;
+}
+
+export async function userTokens(deps: Deps, p: Principal, userId: string, page: { limit: number; offset: number }) {
+  const user = await userForTokens(deps, p, userId);
+  return listUserTokens(deps.db, user.id, page);
+}
+
+/** A user token the caller owns (or any, for site admins); 404 otherwise. */
+export async function ownedUserToken(deps: Deps, p: Principal, id: string): Promise<TokenRow> {
+  const row = await getUserToken(deps.db, id);
+  authorize(row !== undefined && row.user_id !== null && ((p.kind === 'user' && p.user.id === row.user_id) || isSiteAdmin(p)), () => notFound());
+  return row!;
+}
+
+export async function deleteUserToken(deps: Deps, p: Principal, id: string): Promise<void> {
+  const row = await ownedUserToken(deps, p, id);
+  await deleteToken(deps.db, row.id);
+  deps.logger.info({ actor: principalLabel(p), token: row.id }, 'user token deleted');
+}

@@ -1,0 +1,109 @@
+import { hotQuery, inTransaction, type Db, type Queryable } from '../db/index.js';
+import type { TokenKind, TokensTable, UsersTable } from '../db/schema.js';
+import { newId } from '../ids.js';
+import { generateToken, hashToken } from './tokens.js';
+
+export type UserRow = UsersTable;
+export type TokenRow = TokensTable;
+
+const userByIdQuery = hotQuery((db) => db.selectFrom('users').selectAll().where('id', '=', ''));
+
+export async function getUserById(db: Queryable, id: string): Promise<UserRow | undefined> {
+  return (await userByIdQuery(db, [id]))[0];
+}
+
+export async function getUserByUsername(db: Queryable, username: string): Promise<UserRow | undefined> {
+  return db.selectFrom('users').selectAll().where('username_lower', '=', username.toLowerCase()).executeTakeFirst();
+}
+
+/** Resolves a user named by id ("user-…") or by username, as go-tfe sends usernames. */
+export async function findUser(db: Queryable, idOrUsername: string): Promise<UserRow | undefined> {
+  if (idOrUsername.startsWith('user-')) {
+    const byId = await getUserById(db, idOrUsername);
+    if (byId) return byId;
+  }
+  return getUserByUsername(db, idOrUsername);
+}
+
+export async function insertUser(db: Queryable, user: UserRow): Promise<void> {
+  await db.insertInto('users').values(user).execute();
+}
+
+export async function getUserByEmail(db: Queryable, email: string): Promise<UserRow | undefined> {
+  return db.selectFrom('users').selectAll().where('email_lower', '=', email.toLowerCase()).executeTakeFirst();
+}
+
+// ---- tokens ----
+
+export interface NewToken {
+  kind: TokenKind;
+  userId?: string | null;
+  teamId?: string | null;
+  organizationId?: string | null;
+  description?: string | null;
+  createdBy?: string | null;
+  expiredAt?: string | null;
+  now: string;
+}
+
+/** Stores only the hash; the plaintext is returned once to the caller and never kept. */
+export async function insertToken(db: Queryable, t: NewToken): Promise<{ row: TokenRow; token: string }> {
+  const token = generateToken();
+  const row: TokenRow = {
+    id: newId('at'),
+    kind: t.kind,
+    user_id: t.userId ?? null,
+    team_id: t.teamId ?? null,
+    organization_id: t.organizationId ?? null,
+    description: t.description ?? null,
+    token_hash: hashToken(token),
+    created_by: t.createdBy ?? null,
+    created_at: t.now,
+    last_used_at: null,
+    expired_at: t.expiredAt ?? null,
+  };
+  await db.insertInto('tokens').values(row).execute();
+  return { row, token };
+}
+
+export async function deleteToken(db: Queryable, id: string): Promise<void> {
+  await db.deleteFrom('tokens').where('id', '=', id).execute();
+}
+
+/** A user token by id (team and organization tokens are not addressed by id). */
+export async function getUserToken(db: Queryable, id: string): Promise<TokenRow | undefined> {
+  return db.selectFrom('tokens').selectAll().where('id', '=', id).where('kind', '=', 'user').executeTakeFirst();
+}
+
+export async function listUserTokens(db: Queryable, userId: string, page: { limit: number; offset: number }) {
+  const base = db.selectFrom('tokens').where('kind', '=', 'user').where('user_id', '=', userId);
+  const { n } = await base.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+  const rows = await base.selectAll().orderBy('created_at').orderBy('id').limit(page.limit).offset(page.offset).execute();
+  return { rows, total: Number(n) };
+}
+
+/** Whose token a team or organization token is (one each, the legacy endpoints). */
+export type TokenOwner = { kind: 'team'; teamId: string } | { kind: 'organization'; organizationId: string };
+
+export async function findOwnedToken(db: Queryable, owner: TokenOwner): Promise<TokenRow | undefined> {
+  const q = db.selectFrom('tokens').selectAll().where('kind', '=', owner.kind);
+  return (owner.kind === 'team' ? q.where('team_id', '=', owner.teamId) : q.where('organization_id', '=', owner.organizationId)).executeTakeFirst();
+}
+
+/** Replaces the owner's token with a new one in one transaction. */
+export async function replaceOwnedToken(
+  db: Db,
+  owner: TokenOwner,
+  t: Pick<NewToken, 'description' | 'createdBy' | 'expiredAt' | 'now'>,
+): Promise<{ row: TokenRow; token: string }> {
+  return inTransaction(db, async (tx) => {
+    const del = tx.deleteFrom('tokens').where('kind', '=', owner.kind);
+    await (owner.kind === 'team' ? del.where('team_id', '=', owner.teamId) : del.where('organization_id', '=', owner.organizationId)).execute();
+    return insertToken(tx, {
+      ...t,
+      kind: owner.kind,
+      teamId: owner.kind === 'team' ? owner.teamId : null,
+      organizationId: owner.kind === 'organization' ? owner.organizationId : null,
+    });
+  });
+}
