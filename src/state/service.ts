@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { BlobTooLargeError } from '../blobs/types.js';
 import { rfc3339 } from '../clock.js';
 import { inTransaction, type Queryable } from '../db/index.js';
+import type { WorkspaceRow } from '../db/rows.js';
 import type { Deps } from '../deps.js';
 import { ApiError, conflict, notFound, payloadTooLarge, unprocessable } from '../http/errors.js';
 import { principalLabel, type Principal } from '../identity/principal.js';
@@ -11,7 +12,7 @@ import { generateToken, hashToken } from '../identity/tokens.js';
 import { newId } from '../ids.js';
 import { enqueue, wakeJobs } from '../jobs/runner.js';
 import { heldBy, requireManage, type WorkspaceContext } from '../workspaces/service.js';
-import { getWorkspaceById, type WorkspaceRow } from '../workspaces/store.js';
+import { getWorkspaceById, setCurrentStateVersion } from '../workspaces/store.js';
 import { analyzeState, assertJsonObject, checkHeader, StateFormatError, type StateHeader } from './analyze.js';
 import { parseJsonStateOutputs } from './output-types.js';
 import { EXPIRE_STATE_UPLOAD, PROCESS_STATE_VERSION } from './processing.js';
@@ -211,7 +212,7 @@ export async function createStateVersion(deps: Deps, p: Principal, ctx: Workspac
       if (err) throw err;
       await tx.insertInto('state_versions').values(row).execute();
       if (row.status === 'finalized') {
-        await tx.updateTable('workspaces').set({ current_state_version_id: id, updated_at: row.created_at }).where('id', '=', ws.id).execute();
+        await setCurrentStateVersion(tx, ws.id, id, row.created_at);
         await enqueue(tx, PROCESS_STATE_VERSION, { stateVersionId: id }, now);
       } else {
         // A pending version whose upload never comes is removed when its URL expires.
@@ -340,7 +341,7 @@ export async function receiveStateUpload(deps: Deps, token: string, body: Readab
       .where('status', '=', 'pending')
       .executeTakeFirst();
     if (Number(res.numUpdatedRows) !== 1) return 'gone';
-    await tx.updateTable('workspaces').set({ current_state_version_id: claimed.id, updated_at: rfc3339(finalizedAt) }).where('id', '=', ws.id).execute();
+    await setCurrentStateVersion(tx, ws.id, claimed.id, rfc3339(finalizedAt));
     await enqueue(tx, PROCESS_STATE_VERSION, { stateVersionId: claimed.id }, finalizedAt);
     return 'finalized';
   });

@@ -1,7 +1,7 @@
 import type { Selectable } from 'kysely';
 import type { Queryable } from '../db/index.js';
 import type { StateVersionOutputsTable } from '../db/schema.js';
-import type { StateVersionRow } from '../workspaces/store.js';
+import type { StateVersionRow } from '../db/rows.js';
 
 export type { StateVersionRow };
 export type OutputRow = Selectable<StateVersionOutputsTable>;

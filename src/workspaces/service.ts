@@ -12,7 +12,19 @@ import { getAgentPool, getOrganizationById } from '../organizations/store.js';
 import { workspaceAccess, type WorkspaceAccess } from './access.js';
 import { effectiveExecution, parseVcsRepo } from './serialize.js';
 import { INERT_KEYS, parseInert, type VcsRepo, type VcsRepoInput, type WorkspaceInput } from './settings.js';
-import { currentStateVersions, getWorkspaceById, getWorkspaceByName, latestVersionPending, type WorkspaceRow } from './store.js';
+import {
+  currentStateVersions,
+  deleteWorkspaceRow,
+  getWorkspaceById,
+  getWorkspaceByName,
+  insertWorkspace,
+  latestVersionPending,
+  lockIfUnlocked,
+  unlock,
+  updateWorkspaceRow,
+  type LockHolder,
+  type WorkspaceRow,
+} from './store.js';
 
 export interface WorkspaceContext {
   ws: WorkspaceRow;
@@ -210,7 +222,7 @@ export async function createWorkspace(
     updated_at: now,
   };
   try {
-    await deps.db.insertInto('workspaces').values(ws).execute();
+    await insertWorkspace(deps.db, ws);
   } catch (err) {
     if (isUniqueViolation(err)) throw nameTaken(a.name);
     throw err;
@@ -229,7 +241,7 @@ export async function updateWorkspace(deps: Deps, p: Principal, ctx: WorkspaceCo
   }
   const updated: WorkspaceRow = { ...ws, ...row, updated_at: rfc3339(deps.clock.now()) };
   try {
-    await deps.db.updateTable('workspaces').set({ ...row, updated_at: updated.updated_at }).where('id', '=', ws.id).execute();
+    await updateWorkspaceRow(deps.db, ws.id, { ...row, updated_at: updated.updated_at });
   } catch (err) {
     if (isUniqueViolation(err)) throw nameTaken(row.name);
     throw err;
@@ -266,7 +278,7 @@ export async function deleteWorkspace(deps: Deps, p: Principal, ctx: WorkspaceCo
       );
     }
   }
-  await deps.db.deleteFrom('workspaces').where('id', '=', ws.id).execute();
+  await deleteWorkspaceRow(deps.db, ws.id);
   deps.logger.info({ actor: principalLabel(p), workspace: ws.id, organization: org.id, name: ws.name }, 'workspace deleted');
   const prefix = workspaceBlobPrefix(ws);
   try {
@@ -277,7 +289,7 @@ export async function deleteWorkspace(deps: Deps, p: Principal, ctx: WorkspaceCo
 }
 
 /** Who holds a lock: the user, the team (team token) or the organization (organization token). */
-export function lockHolder(p: Principal): { kind: 'user' | 'team' | 'organization'; id: string } {
+export function lockHolder(p: Principal): LockHolder {
   if (p.kind === 'user') return { kind: 'user', id: p.user.id };
   if (p.kind === 'team') return { kind: 'team', id: p.teamId };
   return { kind: 'organization', id: p.organizationId };
@@ -292,15 +304,8 @@ export async function lockWorkspace(deps: Deps, p: Principal, ctx: WorkspaceCont
   requireManage(ctx);
   const h = lockHolder(p);
   const now = rfc3339(deps.clock.now());
-  // Conditional on "unlocked" so two lockers cannot both win.
-  const res = await deps.db
-    .updateTable('workspaces')
-    .set({ locked: 1, locked_by_kind: h.kind, locked_by_id: h.id, lock_reason: reason, updated_at: now })
-    .where('id', '=', ctx.ws.id)
-    .where('locked', '=', 0)
-    .executeTakeFirst();
   // go-tfe maps 409 on this path to ErrWorkspaceLocked.
-  if (Number(res.numUpdatedRows) !== 1) throw conflict(`workspace "${ctx.ws.name}" is already locked`);
+  if (!(await lockIfUnlocked(deps.db, ctx.ws.id, h, reason, now))) throw conflict(`workspace "${ctx.ws.name}" is already locked`);
   deps.logger.info({ actor: principalLabel(p), workspace: ctx.ws.id }, 'workspace locked');
   return (await getWorkspaceById(deps.db, ctx.ws.id))!;
 }
@@ -317,11 +322,7 @@ export async function unlockWorkspace(deps: Deps, p: Principal, ctx: WorkspaceCo
   if (!opts.force && (await latestVersionPending(deps.db, ws.id, now))) {
     throw conflict('Unable to unlock workspace. The latest state version is still pending.');
   }
-  await deps.db
-    .updateTable('workspaces')
-    .set({ locked: 0, locked_by_kind: null, locked_by_id: null, lock_reason: null, updated_at: now })
-    .where('id', '=', ws.id)
-    .execute();
+  await unlock(deps.db, ws.id, now);
   deps.logger.info({ actor: principalLabel(p), workspace: ws.id, force: opts.force }, opts.force ? 'workspace force-unlocked' : 'workspace unlocked');
   return (await getWorkspaceById(deps.db, ws.id))!;
 }

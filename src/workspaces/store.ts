@@ -1,10 +1,8 @@
-import type { Selectable } from 'kysely';
 import type { Queryable } from '../db/index.js';
-import type { StateVersionsTable, WorkspacesTable } from '../db/schema.js';
+import type { StateVersionRow, WorkspaceRow } from '../db/rows.js';
 import { containsInsensitive } from '../organizations/store.js';
 
-export type WorkspaceRow = Selectable<WorkspacesTable>;
-export type StateVersionRow = Selectable<StateVersionsTable>;
+export type { StateVersionRow, WorkspaceRow };
 
 export async function getWorkspaceById(db: Queryable, id: string): Promise<WorkspaceRow | undefined> {
   return db.selectFrom('workspaces').selectAll().where('id', '=', id).executeTakeFirst();
@@ -55,4 +53,39 @@ export async function latestVersionPending(db: Queryable, workspaceId: string, n
     .limit(1)
     .executeTakeFirst();
   return latest?.status === 'pending' && latest.upload_expires_at !== null && latest.upload_expires_at > now;
+}
+
+export async function insertWorkspace(db: Queryable, ws: WorkspaceRow): Promise<void> {
+  await db.insertInto('workspaces').values(ws).execute();
+}
+
+export async function updateWorkspaceRow(db: Queryable, id: string, changes: Partial<Omit<WorkspaceRow, 'id' | 'organization_id' | 'created_at'>>): Promise<void> {
+  await db.updateTable('workspaces').set(changes).where('id', '=', id).execute();
+}
+
+/** State versions and their outputs go with the workspace (they cascade). */
+export async function deleteWorkspaceRow(db: Queryable, id: string): Promise<void> {
+  await db.deleteFrom('workspaces').where('id', '=', id).execute();
+}
+
+export type LockHolder = { kind: 'user' | 'team' | 'organization'; id: string };
+
+/** Locks the workspace if it is unlocked; false when someone holds it already (so two lockers cannot both win). */
+export async function lockIfUnlocked(db: Queryable, id: string, holder: LockHolder, reason: string | null, now: string): Promise<boolean> {
+  const res = await db
+    .updateTable('workspaces')
+    .set({ locked: 1, locked_by_kind: holder.kind, locked_by_id: holder.id, lock_reason: reason, updated_at: now })
+    .where('id', '=', id)
+    .where('locked', '=', 0)
+    .executeTakeFirst();
+  return Number(res.numUpdatedRows) === 1;
+}
+
+export async function unlock(db: Queryable, id: string, now: string): Promise<void> {
+  await db.updateTable('workspaces').set({ locked: 0, locked_by_kind: null, locked_by_id: null, lock_reason: null, updated_at: now }).where('id', '=', id).execute();
+}
+
+/** Makes a finalized state version the workspace's current one (state calls this in its transaction). */
+export async function setCurrentStateVersion(db: Queryable, workspaceId: string, stateVersionId: string, at: string): Promise<void> {
+  await db.updateTable('workspaces').set({ current_state_version_id: stateVersionId, updated_at: at }).where('id', '=', workspaceId).execute();
 }
