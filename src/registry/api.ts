@@ -8,19 +8,21 @@ import { notFound, unprocessable } from '../http/errors.js';
 import { jsonApi } from '../http/jsonapi.js';
 import { pageLinksAndMeta, parsePage } from '../http/pagination.js';
 import { queryParams } from '../http/query.js';
-import { getOrganizationByName, orgAccess } from '../organizations/access.js';
 import { canonicalPublishVersion } from './names.js';
 import { serializeModuleVersion, serializeRegistryModule } from './serialize.js';
 import {
   createModule,
   createVersion,
   deleteModules,
+  deleteModulesNamed,
   deleteVersion,
   manageableModule,
   manageableOrganization,
+  memberModule,
+  memberOrganization,
   receiveUpload,
 } from './service.js';
-import { findModule, findModulesByName, getVersion, listModules, listVersions } from './store.js';
+import { getVersion, listModules, listVersions } from './store.js';
 
 const createModuleSchema = z.object({
   name: z.string().min(1, 'is required'),
@@ -50,10 +52,7 @@ export function registryApiRoutes(deps: Deps): Hono<AppEnv> {
   });
 
   app.get('/organizations/:org/registry-modules', async (c) => {
-    const p = requirePrincipal(c);
-    const org = await getOrganizationByName(deps.db, c.req.param('org'));
-    const access = org ? await orgAccess(deps.db, p, org.id) : undefined;
-    if (!org || !access?.member) throw notFound();
+    const { org, access } = await memberOrganization(deps, requirePrincipal(c), c.req.param('org'));
     const page = parsePage(c);
     const q = queryParams(c);
     const filter = {
@@ -82,22 +81,14 @@ export function registryApiRoutes(deps: Deps): Hono<AppEnv> {
   }
 
   app.get(`${PRIVATE}/:provider`, async (c) => {
-    const p = requirePrincipal(c);
-    const { org: orgName, namespace, name, provider } = c.req.param();
-    const org = await getOrganizationByName(deps.db, orgName);
-    const access = org ? await orgAccess(deps.db, p, org.id) : undefined;
-    const m = org && access?.member && namespace.toLowerCase() === org.name_lower ? await findModule(deps.db, namespace, name, provider) : undefined;
-    if (!m || !access) throw notFound();
+    const { org, namespace, name, provider } = c.req.param();
+    const { module: m, access } = await memberModule(deps, requirePrincipal(c), org, namespace, name, provider);
     return jsonApi(c, { data: serializeRegistryModule(m, await listVersions(deps.db, m.id), access.permissions['manage-modules']) });
   });
 
   app.delete(PRIVATE, async (c) => {
-    const p = requirePrincipal(c);
-    const { org: orgName, namespace, name } = c.req.param();
-    const org = await manageableOrganization(deps, p, orgName);
-    const modules = namespace.toLowerCase() === org.name_lower ? await findModulesByName(deps.db, namespace, name) : [];
-    if (modules.length === 0) throw notFound(`no module ${namespace}/${name} in organization ${org.name}`);
-    await deleteModules(deps, p, modules);
+    const { org, namespace, name } = c.req.param();
+    await deleteModulesNamed(deps, requirePrincipal(c), org, namespace, name);
     return c.body(null, 204);
   });
 
@@ -123,12 +114,8 @@ export function registryApiRoutes(deps: Deps): Hono<AppEnv> {
   });
 
   async function showVersion(c: Context<AppEnv>, raw: string | undefined) {
-    const p = requirePrincipal(c);
-    const { org: orgName, namespace, name, provider } = c.req.param() as Record<string, string>;
-    const org = await getOrganizationByName(deps.db, orgName!);
-    const access = org ? await orgAccess(deps.db, p, org.id) : undefined;
-    const m = org && access?.member && namespace!.toLowerCase() === org.name_lower ? await findModule(deps.db, namespace!, name!, provider!) : undefined;
-    if (!m) throw notFound();
+    const { org, namespace, name, provider } = c.req.param() as Record<string, string>;
+    const { module: m } = await memberModule(deps, requirePrincipal(c), org!, namespace!, name!, provider!);
     if (!raw) throw unprocessable('the module_version query parameter is required');
     const v = await getVersion(deps.db, m.id, canonicalPublishVersion(raw) ?? raw);
     if (!v) throw notFound(`version ${raw} of ${m.namespace}/${m.name}/${m.provider} does not exist`);

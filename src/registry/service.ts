@@ -8,12 +8,24 @@ import { ApiError, conflict, notFound, payloadTooLarge, unprocessable } from '..
 import { principalLabel, type Principal } from '../identity/principal.js';
 import { generateToken, hashToken } from '../identity/tokens.js';
 import { newId } from '../ids.js';
-import { getOrganizationByName, type OrganizationRow } from '../organizations/access.js';
+import { getOrganizationByName, orgAccess, type OrgAccess, type OrganizationRow } from '../organizations/access.js';
 import { canManageModules } from './access.js';
 import { ArchiveError, validateArchive } from './archive.js';
 import { inspectFiles, wantedForInspection } from './inspect/index.js';
 import { canonicalPublishVersion, MODULE_NAME_RE, PROVIDER_RE } from './names.js';
-import { findModule, getVersion, refreshModuleCache, type ModuleWithOrg, type VersionRow } from './store.js';
+import {
+  deleteModuleRows,
+  deleteVersionRow,
+  findModule,
+  findModulesByName,
+  getVersion,
+  insertModule,
+  insertVersion,
+  refreshModuleCache,
+  type ModuleRow,
+  type ModuleWithOrg,
+  type VersionRow,
+} from './store.js';
 
 /** Inspection reads at most this much of one .tf or README file, and of all of them together. */
 const MAX_INSPECTED_FILE_BYTES = 1024 * 1024;
@@ -25,6 +37,31 @@ export async function manageableOrganization(deps: Deps, p: Principal, orgName: 
   const org = await getOrganizationByName(deps.db, orgName);
   authorize(org !== undefined && (await canManageModules(deps, p, org.id)), () => notFound());
   return org!;
+}
+
+/** The organization named in a path, with the caller's access, if the caller is a member; 404 otherwise. */
+export async function memberOrganization(deps: Deps, p: Principal, orgName: string): Promise<{ org: OrganizationRow; access: OrgAccess }> {
+  const org = await getOrganizationByName(deps.db, orgName);
+  const access = org ? await orgAccess(deps.db, p, org.id) : undefined;
+  if (!org || !access?.member) throw notFound();
+  return { org, access };
+}
+
+/** The module at private/<namespace>/<name>/<provider>, to members of its organization; 404 otherwise. */
+export async function memberModule(
+  deps: Deps,
+  p: Principal,
+  orgName: string,
+  namespace: string,
+  name: string,
+  provider: string,
+): Promise<{ module: ModuleWithOrg; access: OrgAccess }> {
+  const { org, access } = await memberOrganization(deps, p, orgName).catch(() => {
+    throw notFound();
+  });
+  const module = namespace.toLowerCase() === org.name_lower ? await findModule(deps.db, namespace, name, provider) : undefined;
+  if (!module) throw notFound();
+  return { module, access };
 }
 
 /** Every change to an organization's modules begins here: 404 unless the caller may manage them. */
@@ -71,7 +108,7 @@ export async function createModule(
     );
   }
   const now = rfc3339(deps.clock.now());
-  const row = {
+  const row: ModuleRow = {
     id: newId('mod'),
     organization_id: org.id,
     name: input.name,
@@ -84,7 +121,7 @@ export async function createModule(
     updated_at: now,
   };
   try {
-    await deps.db.insertInto('registry_modules').values(row).execute();
+    await insertModule(deps.db, row);
   } catch (err) {
     if (isUniqueViolation(err)) {
       throw unprocessable(`module ${org.name}/${input.name}/${input.provider} already exists`, '/data/attributes/name');
@@ -139,8 +176,7 @@ export async function createVersion(
         '/data/attributes/version',
       );
     }
-    if (existing) await tx.deleteFrom('registry_module_versions').where('id', '=', existing.id).execute();
-    await tx.insertInto('registry_module_versions').values(row).execute();
+    await insertVersion(tx, row, existing?.id);
     return existing;
   });
   if (replaced?.blob_key) await deps.blobs.delete(replaced.blob_key);
@@ -282,7 +318,7 @@ export async function deleteVersion(deps: Deps, p: Principal, module: ModuleWith
   await deleteRowsThenBlobs(deps, async (tx) => {
     const row = await getVersion(tx, module.id, canonical);
     if (!row) throw notFound(`version ${version} of ${module.namespace}/${module.name}/${module.provider} does not exist`);
-    await tx.deleteFrom('registry_module_versions').where('id', '=', row.id).execute();
+    await deleteVersionRow(tx, row.id);
     await refreshModuleCache(tx, module.id, rfc3339(deps.clock.now()));
     return row.blob_key ? [row.blob_key] : [];
   });
@@ -291,13 +327,15 @@ export async function deleteVersion(deps: Deps, p: Principal, module: ModuleWith
 
 export async function deleteModules(deps: Deps, p: Principal, modules: ModuleWithOrg[]): Promise<void> {
   for (const organizationId of new Set(modules.map((m) => m.organization_id))) await requireManageModules(deps, p, organizationId);
-  await deleteRowsThenBlobs(deps, async (tx) => {
-    const ids = modules.map((m) => m.id);
-    if (ids.length === 0) return [];
-    const keys = await tx.selectFrom('registry_module_versions').select('blob_key').where('module_id', 'in', ids).execute();
-    await tx.deleteFrom('registry_modules').where('id', 'in', ids).execute();
-    return keys.map((k) => k.blob_key).filter((k): k is string => k !== null);
-  });
+  await deleteRowsThenBlobs(deps, (tx) => deleteModuleRows(tx, modules.map((m) => m.id)));
   for (const m of modules) deps.logger.info({ actor: principalLabel(p), module: m.id }, 'registry module deleted');
 }
 
+
+/** Deletes every provider of namespace/name in an organization the caller manages; 404 when there is none. */
+export async function deleteModulesNamed(deps: Deps, p: Principal, orgName: string, namespace: string, name: string): Promise<void> {
+  const org = await manageableOrganization(deps, p, orgName);
+  const modules = namespace.toLowerCase() === org.name_lower ? await findModulesByName(deps.db, namespace, name) : [];
+  if (modules.length === 0) throw notFound(`no module ${namespace}/${name} in organization ${org.name}`);
+  await deleteModules(deps, p, modules);
+}

@@ -257,3 +257,27 @@ export async function totalDownloads(db: Queryable, moduleIds: string[]): Promis
     .execute();
   return new Map(rows.map((r) => [r.module_id, Number(r.n)]));
 }
+
+// ---- writes of the publishing API (the upload itself claims and finalizes in service.ts) ----
+
+export async function insertModule(db: Queryable, row: ModuleRow): Promise<void> {
+  await db.insertInto('registry_modules').values(row).execute();
+}
+
+/** A new pending version, replacing an errored one of the same number if given. */
+export async function insertVersion(db: Queryable, row: VersionRow, replacingId?: string): Promise<void> {
+  if (replacingId) await db.deleteFrom('registry_module_versions').where('id', '=', replacingId).execute();
+  await db.insertInto('registry_module_versions').values(row).execute();
+}
+
+export async function deleteVersionRow(db: Queryable, id: string): Promise<void> {
+  await db.deleteFrom('registry_module_versions').where('id', '=', id).execute();
+}
+
+/** Deletes the modules (their versions cascade); returns the blob keys their versions held. */
+export async function deleteModuleRows(db: Queryable, ids: string[]): Promise<string[]> {
+  if (ids.length === 0) return [];
+  const keys = await db.selectFrom('registry_module_versions').select('blob_key').where('module_id', 'in', ids).execute();
+  await db.deleteFrom('registry_modules').where('id', 'in', ids).execute();
+  return keys.map((k) => k.blob_key).filter((k): k is string => k !== null);
+}
