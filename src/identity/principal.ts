@@ -1,8 +1,7 @@
 import type { Deps } from '../deps.js';
 import { rfc3339 } from '../clock.js';
-import { hotQuery } from '../db/index.js';
 import { hashToken, sameHash, tokenExpired } from './tokens.js';
-import type { UserRow } from './store.js';
+import { tokenWithOwner, touchToken, type UserRow } from './store.js';
 
 /** Who is calling: resolved once per request from the bearer token. */
 export type Principal =
@@ -12,42 +11,15 @@ export type Principal =
 
 const LAST_USED_GRANULARITY_MS = 60_000;
 
-// Token, its user and its team in one statement: this runs on every authenticated request.
-const principalQuery = hotQuery((db) =>
-  db
-    .selectFrom('tokens')
-    .leftJoin('users', 'users.id', 'tokens.user_id')
-    .leftJoin('teams', 'teams.id', 'tokens.team_id')
-    .select([
-      'tokens.id',
-      'tokens.kind',
-      'tokens.token_hash',
-      'tokens.organization_id',
-      'tokens.last_used_at',
-      'tokens.expired_at',
-      'users.id as user_id',
-      'users.username',
-      'users.username_lower',
-      'users.email',
-      'users.email_lower',
-      'users.is_site_admin',
-      'users.is_service_account',
-      'users.created_at as user_created_at',
-      'teams.id as team_id',
-      'teams.organization_id as team_organization_id',
-    ])
-    .where('tokens.token_hash', '=', ''),
-);
-
 /** The principal a token stands for, or null if the token is unknown, expired or orphaned. */
 export async function resolvePrincipal(deps: Deps, presented: string): Promise<Principal | null> {
   const hash = hashToken(presented);
-  const [row] = await principalQuery(deps.db, [hash]);
+  const row = await tokenWithOwner(deps.db, hash);
   const now = deps.clock.now();
   if (!row || !sameHash(row.token_hash, hash) || tokenExpired(row, now)) return null;
   // Touch last_used_at at most once a minute so hot read paths do not write on every request.
   if (!row.last_used_at || now.getTime() - new Date(row.last_used_at).getTime() > LAST_USED_GRANULARITY_MS) {
-    await deps.db.updateTable('tokens').set({ last_used_at: rfc3339(now) }).where('id', '=', row.id).execute();
+    await touchToken(deps.db, row.id, rfc3339(now));
   }
   if (row.kind === 'user' && row.user_id) {
     const user: UserRow = {

@@ -107,3 +107,39 @@ export async function replaceOwnedToken(
     });
   });
 }
+
+// Token, its user and its team in one statement: this runs on every authenticated request.
+const tokenWithOwnerQuery = hotQuery((db) =>
+  db
+    .selectFrom('tokens')
+    .leftJoin('users', 'users.id', 'tokens.user_id')
+    .leftJoin('teams', 'teams.id', 'tokens.team_id')
+    .select([
+      'tokens.id',
+      'tokens.kind',
+      'tokens.token_hash',
+      'tokens.organization_id',
+      'tokens.last_used_at',
+      'tokens.expired_at',
+      'users.id as user_id',
+      'users.username',
+      'users.username_lower',
+      'users.email',
+      'users.email_lower',
+      'users.is_site_admin',
+      'users.is_service_account',
+      'users.created_at as user_created_at',
+      'teams.id as team_id',
+      'teams.organization_id as team_organization_id',
+    ])
+    .where('tokens.token_hash', '=', ''),
+);
+
+/** A token by hash with its user's and team's columns: what resolving a principal needs. */
+export async function tokenWithOwner(db: Queryable, tokenHash: string) {
+  return (await tokenWithOwnerQuery(db, [tokenHash]))[0];
+}
+
+export async function touchToken(db: Queryable, id: string, at: string): Promise<void> {
+  await db.updateTable('tokens').set({ last_used_at: at }).where('id', '=', id).execute();
+}

@@ -1,7 +1,17 @@
-import { sql, type Selectable } from 'kysely';
+import type { Selectable } from 'kysely';
 import type { Queryable } from '../db/index.js';
 import type { OrganizationsTable } from '../db/schema.js';
 import { isSiteAdmin, type Principal } from '../identity/principal.js';
+import {
+  activeOrganizationIds,
+  consumableByOrganization,
+  consumableByUser,
+  memberTeamGrants,
+  membershipOf,
+  teamGrants,
+  userTeamIds,
+} from './store.js';
+
 
 export type OrganizationRow = Selectable<OrganizationsTable>;
 
@@ -26,12 +36,6 @@ const all = (): Record<TeamPermission, boolean> =>
 
 export const NO_ACCESS: OrgAccess = Object.freeze({ member: false, owner: false, organizationToken: false, permissions: none() });
 
-export async function getOrganizationByName(db: Queryable, name: string): Promise<OrganizationRow | undefined> {
-  return db.selectFrom('organizations').selectAll().where('name_lower', '=', name.toLowerCase()).executeTakeFirst() as Promise<
-    OrganizationRow | undefined
-  >;
-}
-
 function parsePermissions(json: string): Record<TeamPermission, boolean> {
   const out = none();
   try {
@@ -53,22 +57,11 @@ export async function orgAccess(db: Queryable, principal: Principal | null, orga
   let teams: { is_owners: number; permissions: string }[];
   if (principal.kind === 'team') {
     if (principal.organizationId !== organizationId) return NO_ACCESS;
-    teams = await db.selectFrom('teams').select(['is_owners', 'permissions']).where('id', '=', principal.teamId).execute();
+    teams = await teamGrants(db, principal.teamId);
   } else {
-    const membership = await db
-      .selectFrom('organization_memberships')
-      .select('status')
-      .where('organization_id', '=', organizationId)
-      .where('user_id', '=', principal.user.id)
-      .executeTakeFirst();
+    const membership = await membershipOf(db, organizationId, principal.user.id);
     if (!membership || membership.status !== 'active') return NO_ACCESS;
-    teams = await db
-      .selectFrom('team_members')
-      .innerJoin('teams', 'teams.id', 'team_members.team_id')
-      .select(['teams.is_owners', 'teams.permissions'])
-      .where('team_members.user_id', '=', principal.user.id)
-      .where('teams.organization_id', '=', organizationId)
-      .execute();
+    teams = await memberTeamGrants(db, organizationId, principal.user.id);
   }
   const owner = teams.some((t) => t.is_owners === 1);
   const permissions = owner ? all() : none();
@@ -94,13 +87,7 @@ export function canManageTeams(access: OrgAccess): boolean {
 /** The organizations a principal is an active member of (a team or organization token: its own). */
 export async function memberOrganizationIds(db: Queryable, principal: Principal): Promise<string[]> {
   if (principal.kind !== 'user') return [principal.organizationId];
-  const rows = await db
-    .selectFrom('organization_memberships')
-    .select('organization_id')
-    .where('user_id', '=', principal.user.id)
-    .where('status', '=', 'active')
-    .execute();
-  return rows.map((r) => r.organization_id);
+  return activeOrganizationIds(db, principal.user.id);
 }
 
 /**
@@ -111,32 +98,12 @@ export async function memberOrganizationIds(db: Queryable, principal: Principal)
 export async function consumableOrganizationIds(db: Queryable, principal: Principal | null): Promise<string[] | 'all'> {
   if (!principal) return [];
   if (isSiteAdmin(principal)) return 'all';
-  // One statement: it runs on every registry read.
-  const rows =
-    principal.kind === 'user'
-      ? await sql<{ id: string }>`
-          select m.organization_id as id from organization_memberships m where m.user_id = ${principal.user.id} and m.status = 'active'
-          union
-          select p.producer_id as id from organization_module_producers p
-            join organization_memberships m on m.organization_id = p.organization_id
-            where m.user_id = ${principal.user.id} and m.status = 'active'`.execute(db)
-      : await sql<{ id: string }>`
-          select ${principal.organizationId} as id
-          union
-          select producer_id as id from organization_module_producers where organization_id = ${principal.organizationId}`.execute(db);
-  return rows.rows.map((r) => r.id);
+  return principal.kind === 'user' ? consumableByUser(db, principal.user.id) : consumableByOrganization(db, principal.organizationId);
 }
 
 /** The teams of one organization the principal belongs to (a team token: its team). */
 export async function principalTeamIds(db: Queryable, principal: Principal | null, organizationId: string): Promise<Set<string>> {
   if (!principal || principal.kind === 'organization') return new Set();
   if (principal.kind === 'team') return new Set(principal.organizationId === organizationId ? [principal.teamId] : []);
-  const rows = await db
-    .selectFrom('team_members')
-    .innerJoin('teams', 'teams.id', 'team_members.team_id')
-    .select('teams.id')
-    .where('team_members.user_id', '=', principal.user.id)
-    .where('teams.organization_id', '=', organizationId)
-    .execute();
-  return new Set(rows.map((r) => r.id));
+  return new Set(await userTeamIds(db, organizationId, principal.user.id));
 }

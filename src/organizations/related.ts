@@ -6,13 +6,14 @@ import { authorize } from '../http/authorized.js';
 import { notFound, unprocessable } from '../http/errors.js';
 import { isSiteAdmin, principalLabel, type Principal } from '../identity/principal.js';
 import { newId } from '../ids.js';
-import { canAdministerOrganization, getOrganizationByName, orgAccess, type OrgAccess, type OrganizationRow } from './access.js';
+import { canAdministerOrganization, orgAccess, type OrgAccess, type OrganizationRow } from './access.js';
 import { effectiveDataRetentionPolicy, type EffectivePolicy } from './retention.js';
 import {
   deleteDataRetentionPolicy,
   getAgentPool,
   getDataRetentionPolicy,
   getOrganizationById,
+  getOrganizationByName,
   insertAgentPool,
   replaceDataRetentionPolicy,
   replaceModuleConsumers,

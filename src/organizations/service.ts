@@ -9,7 +9,6 @@ import { deleteToken, findOwnedToken, type TokenRow } from '../identity/store.js
 import { newId } from '../ids.js';
 import {
   canAdministerOrganization,
-  getOrganizationByName,
   orgAccess,
   type OrgAccess,
   type OrganizationRow,
@@ -18,7 +17,7 @@ import { runOrganizationCreateHooks, runOrganizationDeleteHooks } from './hooks.
 import { effectiveDataRetentionPolicy } from './retention.js';
 import type { OrganizationView } from './serialize.js';
 import { DEFAULT_SETTINGS, PLAIN_SETTINGS, parseSettings, type OrganizationInput, type OrgSettings } from './settings.js';
-import { deleteOrganizationRow, getAgentPool, insertMembership, insertOrganization, updateOrganizationRow } from './store.js';
+import { deleteOrganizationRow, getAgentPool, getOrganizationByName, insertMembership, insertOrganization, updateOrganizationRow } from './store.js';
 import { replaceToken, type TokenOptions } from './tokens.js';
 
 const ATTR = (k: string) => `/data/attributes/${k}`;

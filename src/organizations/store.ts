@@ -49,6 +49,10 @@ export async function listOrganizations(
   return (await query.execute()) as OrganizationRow[];
 }
 
+export async function getOrganizationByName(db: Queryable, name: string): Promise<OrganizationRow | undefined> {
+  return (await db.selectFrom('organizations').selectAll().where('name_lower', '=', name.toLowerCase()).executeTakeFirst()) as OrganizationRow | undefined;
+}
+
 export async function getOrganizationById(db: Queryable, id: string): Promise<OrganizationRow | undefined> {
   return (await db.selectFrom('organizations').selectAll().where('id', '=', id).executeTakeFirst()) as OrganizationRow | undefined;
 }
@@ -277,4 +281,79 @@ export async function deleteMembershipAndTeamSeats(db: Queryable, m: MembershipR
   const teamIds = db.selectFrom('teams').select('id').where('organization_id', '=', m.organization_id);
   await db.deleteFrom('team_members').where('user_id', '=', m.user_id).where('team_id', 'in', teamIds).execute();
   await db.deleteFrom('organization_memberships').where('id', '=', m.id).execute();
+}
+
+// ---- what access is computed from ----
+
+type Grant = { is_owners: number; permissions: string };
+
+/** What one team grants (a team token's access). */
+export async function teamGrants(db: Queryable, teamId: string): Promise<Grant[]> {
+  return db.selectFrom('teams').select(['is_owners', 'permissions']).where('id', '=', teamId).execute();
+}
+
+/** What the teams a user sits in grant in one organization. */
+export async function memberTeamGrants(db: Queryable, organizationId: string, userId: string): Promise<Grant[]> {
+  return db
+    .selectFrom('team_members')
+    .innerJoin('teams', 'teams.id', 'team_members.team_id')
+    .select(['teams.is_owners', 'teams.permissions'])
+    .where('team_members.user_id', '=', userId)
+    .where('teams.organization_id', '=', organizationId)
+    .execute();
+}
+
+export async function userTeamIds(db: Queryable, organizationId: string, userId: string): Promise<string[]> {
+  const rows = await db
+    .selectFrom('team_members')
+    .innerJoin('teams', 'teams.id', 'team_members.team_id')
+    .select('teams.id')
+    .where('team_members.user_id', '=', userId)
+    .where('teams.organization_id', '=', organizationId)
+    .execute();
+  return rows.map((r) => r.id);
+}
+
+/** The organizations a user is an active member of. */
+export async function activeOrganizationIds(db: Queryable, userId: string): Promise<string[]> {
+  const rows = await db.selectFrom('organization_memberships').select('organization_id').where('user_id', '=', userId).where('status', '=', 'active').execute();
+  return rows.map((r) => r.organization_id);
+}
+
+// One statement each: they run on every registry read.
+
+/** A user's organizations and every organization producing modules for one of them. */
+export async function consumableByUser(db: Queryable, userId: string): Promise<string[]> {
+  const rows = await sql<{ id: string }>`
+    select m.organization_id as id from organization_memberships m where m.user_id = ${userId} and m.status = 'active'
+    union
+    select p.producer_id as id from organization_module_producers p
+      join organization_memberships m on m.organization_id = p.organization_id
+      where m.user_id = ${userId} and m.status = 'active'`.execute(db);
+  return rows.rows.map((r) => r.id);
+}
+
+/** An organization and every organization producing modules for it. */
+export async function consumableByOrganization(db: Queryable, organizationId: string): Promise<string[]> {
+  const rows = await sql<{ id: string }>`
+    select ${organizationId} as id
+    union
+    select producer_id as id from organization_module_producers where organization_id = ${organizationId}`.execute(db);
+  return rows.rows.map((r) => r.id);
+}
+
+/** Members of the owners team who have accepted their invitation. */
+export async function activeOwnerCount(db: Queryable, organizationId: string): Promise<number> {
+  const r = await db
+    .selectFrom('teams')
+    .innerJoin('team_members', 'team_members.team_id', 'teams.id')
+    .innerJoin('organization_memberships as m', (j) =>
+      j.onRef('m.user_id', '=', 'team_members.user_id').onRef('m.organization_id', '=', 'teams.organization_id'),
+    )
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .where('teams.organization_id', '=', organizationId)
+    .where('teams.is_owners', '=', 1)
+    .where('m.status', '=', 'active')
+    .executeTakeFirstOrThrow();
+  return Number(r.n);
 }

@@ -8,7 +8,8 @@ import { ApiError, conflict, notFound, payloadTooLarge, unprocessable } from '..
 import { principalLabel, type Principal } from '../identity/principal.js';
 import { generateToken, hashToken } from '../identity/tokens.js';
 import { newId } from '../ids.js';
-import { getOrganizationByName, orgAccess, type OrgAccess, type OrganizationRow } from '../organizations/access.js';
+import { orgAccess, type OrgAccess, type OrganizationRow } from '../organizations/access.js';
+import { getOrganizationByName } from '../organizations/store.js';
 import { canManageModules } from './access.js';
 import { ArchiveError, validateArchive } from './archive.js';
 import { inspectFiles, wantedForInspection } from './inspect/index.js';
