@@ -2,7 +2,7 @@ import { rfc3339 } from '../clock.js';
 import { inTransaction } from '../db/index.js';
 import type { Deps } from '../deps.js';
 import { newId } from '../ids.js';
-import { insertToken } from './store.js';
+import { firstSiteAdmin, getSetting, getToken, getUserByUsername, insertToken, insertUser, putSetting, setTokenHash } from './store.js';
 import { hashToken } from './tokens.js';
 
 const ADMIN_TOKEN_SETTING = 'admin_token_id';
@@ -16,24 +16,22 @@ const ADMIN_DESCRIPTION = 'site admin token (TERRACE_ADMIN_TOKEN)';
 export async function ensureAdminToken(deps: Deps): Promise<string | null> {
   const now = rfc3339(deps.clock.now());
   return inTransaction(deps.db, async (tx) => {
-    const setting = await tx.selectFrom('settings').select('value').where('key', '=', ADMIN_TOKEN_SETTING).executeTakeFirst();
-    const existing = setting
-      ? await tx.selectFrom('tokens').selectAll().where('id', '=', setting.value).executeTakeFirst()
-      : undefined;
+    const tokenId = await getSetting(tx, ADMIN_TOKEN_SETTING);
+    const existing = tokenId !== undefined ? await getToken(tx, tokenId) : undefined;
     const configured = deps.config.adminToken;
 
     if (existing && configured) {
       const hash = hashToken(configured);
       if (existing.token_hash !== hash) {
-        await tx.updateTable('tokens').set({ token_hash: hash }).where('id', '=', existing.id).execute();
+        await setTokenHash(tx, existing.id, hash);
       }
       return null;
     }
     if (existing) return null;
 
-    let admin = await tx.selectFrom('users').selectAll().where('is_site_admin', '=', 1).orderBy('created_at').executeTakeFirst();
+    let admin = await firstSiteAdmin(tx);
     if (!admin) {
-      const taken = await tx.selectFrom('users').select('id').where('username_lower', '=', 'admin').executeTakeFirst();
+      const taken = await getUserByUsername(tx, 'admin');
       const username = taken ? `admin-${newId('user').slice(5, 11).toLowerCase()}` : 'admin';
       admin = {
         id: newId('user'),
@@ -45,17 +43,13 @@ export async function ensureAdminToken(deps: Deps): Promise<string | null> {
         is_service_account: 0,
         created_at: now,
       };
-      await tx.insertInto('users').values(admin).execute();
+      await insertUser(tx, admin);
     }
     const { row, token } = await insertToken(tx, { kind: 'user', userId: admin.id, description: ADMIN_DESCRIPTION, now });
     if (configured) {
-      await tx.updateTable('tokens').set({ token_hash: hashToken(configured) }).where('id', '=', row.id).execute();
+      await setTokenHash(tx, row.id, hashToken(configured));
     }
-    await tx
-      .insertInto('settings')
-      .values({ key: ADMIN_TOKEN_SETTING, value: row.id })
-      .onConflict((oc) => oc.column('key').doUpdateSet({ value: row.id }))
-      .execute();
+    await putSetting(tx, ADMIN_TOKEN_SETTING, row.id);
     return configured ? null : token;
   });
 }

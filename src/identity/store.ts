@@ -25,6 +25,11 @@ export async function findUser(db: Queryable, idOrUsername: string): Promise<Use
   return getUserByUsername(db, idOrUsername);
 }
 
+/** The earliest site admin, if any (start-up attaches the bootstrap token to it). */
+export async function firstSiteAdmin(db: Queryable): Promise<UserRow | undefined> {
+  return db.selectFrom('users').selectAll().where('is_site_admin', '=', 1).orderBy('created_at').executeTakeFirst();
+}
+
 export async function insertUser(db: Queryable, user: UserRow): Promise<void> {
   await db.insertInto('users').values(user).execute();
 }
@@ -64,6 +69,14 @@ export async function insertToken(db: Queryable, t: NewToken): Promise<{ row: To
   };
   await db.insertInto('tokens').values(row).execute();
   return { row, token };
+}
+
+export async function getToken(db: Queryable, id: string): Promise<TokenRow | undefined> {
+  return db.selectFrom('tokens').selectAll().where('id', '=', id).executeTakeFirst();
+}
+
+export async function setTokenHash(db: Queryable, id: string, hash: string): Promise<void> {
+  await db.updateTable('tokens').set({ token_hash: hash }).where('id', '=', id).execute();
 }
 
 export async function deleteToken(db: Queryable, id: string): Promise<void> {
@@ -142,4 +155,18 @@ export async function tokenWithOwner(db: Queryable, tokenHash: string) {
 
 export async function touchToken(db: Queryable, id: string, at: string): Promise<void> {
   await db.updateTable('tokens').set({ last_used_at: at }).where('id', '=', id).execute();
+}
+
+// ---- installation settings (the bootstrap token's id) ----
+
+export async function getSetting(db: Queryable, key: string): Promise<string | undefined> {
+  return (await db.selectFrom('settings').select('value').where('key', '=', key).executeTakeFirst())?.value;
+}
+
+export async function putSetting(db: Queryable, key: string, value: string): Promise<void> {
+  await db
+    .insertInto('settings')
+    .values({ key, value })
+    .onConflict((oc) => oc.column('key').doUpdateSet({ value }))
+    .execute();
 }
