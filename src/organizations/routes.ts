@@ -4,9 +4,8 @@ import { requirePrincipal, type AppEnv } from '../http/auth.js';
 import { readResource } from '../http/body.js';
 import { jsonApi, type ResourceObject } from '../http/jsonapi.js';
 import { pageLinksAndMeta, parsePage } from '../http/pagination.js';
-import { isSiteAdmin } from '../identity/principal.js';
 import { serializeToken } from '../identity/serialize.js';
-import { memberOrganizationIds, orgAccess, type OrganizationRow } from './access.js';
+import { orgAccess, type OrganizationRow } from './access.js';
 import { includeSet, optionalParam } from './params.js';
 import { serializeEntitlementSet, serializeOrganization } from './serialize.js';
 import {
@@ -22,9 +21,9 @@ import {
   requireOrganizationCreator,
   updateOrganization,
   visibleOrganization,
+  visibleOrganizations,
 } from './service.js';
 import { createOrganizationSchema, updateOrganizationSchema } from './settings.js';
-import { countOrganizations, listOrganizations, type OrganizationFilter } from './store.js';
 import { readTokenOptions } from './tokens.js';
 
 /** Organizations: CRUD, the entitlement set, and the organization token. */
@@ -37,21 +36,13 @@ export function organizationRoutes(deps: Deps): Hono<AppEnv> {
   app.get('/organizations', async (c) => {
     const p = requirePrincipal(c);
     const page = parsePage(c);
-    const filter: OrganizationFilter = {
-      ids: isSiteAdmin(p) ? 'all' : await memberOrganizationIds(deps.db, p),
-      q: optionalParam(c, 'q'),
-      name: optionalParam(c, 'q[name]'),
-      email: optionalParam(c, 'q[email]'),
-    };
+    const filter = { q: optionalParam(c, 'q'), name: optionalParam(c, 'q[name]'), email: optionalParam(c, 'q[email]') };
     // Neither page parameter: the whole list, without pagination metadata (HCP's documented quirk).
-    const rows = await listOrganizations(deps.db, filter, page.explicit ? { limit: page.size, offset: page.offset } : undefined);
+    const { rows, total } = await visibleOrganizations(deps, p, filter, page.explicit ? { limit: page.size, offset: page.offset } : undefined);
     const data: ResourceObject[] = [];
-    for (const org of rows) {
-      const access = await orgAccess(deps.db, p, org.id);
-      data.push(serializeOrganization(org, await organizationView(deps, org, access)));
-    }
-    const paging = page.explicit ? pageLinksAndMeta(c, deps.config.publicUrl, page, await countOrganizations(deps.db, filter)) : {};
-    return jsonApi(c, { data, included: included(rows, includeSet(c)), ...paging });
+    for (const { org, access } of rows) data.push(serializeOrganization(org, await organizationView(deps, org, access)));
+    const paging = page.explicit ? pageLinksAndMeta(c, deps.config.publicUrl, page, total!) : {};
+    return jsonApi(c, { data, included: included(rows.map((r) => r.org), includeSet(c)), ...paging });
   });
 
   app.post('/organizations', async (c) => {

@@ -4,11 +4,12 @@ import type { Deps } from '../deps.js';
 import { authorize } from '../http/authorized.js';
 import { ApiError, notFound, unprocessable } from '../http/errors.js';
 import { ApiErrors } from '../http/jsonapi.js';
-import { principalLabel, type Principal } from '../identity/principal.js';
+import { isSiteAdmin, principalLabel, type Principal } from '../identity/principal.js';
 import { deleteToken, findOwnedToken, type TokenRow } from '../identity/store.js';
 import { newId } from '../ids.js';
 import {
   canAdministerOrganization,
+  memberOrganizationIds,
   orgAccess,
   type OrgAccess,
   type OrganizationRow,
@@ -17,7 +18,17 @@ import { runOrganizationCreateHooks, runOrganizationDeleteHooks } from './hooks.
 import { effectiveDataRetentionPolicy } from './retention.js';
 import type { OrganizationView } from './serialize.js';
 import { DEFAULT_SETTINGS, PLAIN_SETTINGS, parseSettings, type OrganizationInput, type OrgSettings } from './settings.js';
-import { deleteOrganizationRow, getAgentPool, getOrganizationByName, insertMembership, insertOrganization, updateOrganizationRow } from './store.js';
+import {
+  countOrganizations,
+  deleteOrganizationRow,
+  getAgentPool,
+  getOrganizationByName,
+  insertMembership,
+  insertOrganization,
+  listOrganizations,
+  updateOrganizationRow,
+  type OrganizationFilter,
+} from './store.js';
 import { replaceToken, type TokenOptions } from './tokens.js';
 
 const ATTR = (k: string) => `/data/attributes/${k}`;
@@ -59,6 +70,23 @@ export async function organizationForAdministration(
 /** Whoever creates an organization owns it, so only a user can. */
 export function requireOrganizationCreator(p: Principal): asserts p is Extract<Principal, { kind: 'user' }> {
   authorize(p.kind === 'user', () => notFound('organizations can be created only with a user token, not a team or organization token'));
+}
+
+/**
+ * The organizations the caller may see (its own; every one for site admins), each with the
+ * caller's access; total only when paged.
+ */
+export async function visibleOrganizations(
+  deps: Deps,
+  p: Principal,
+  f: Omit<OrganizationFilter, 'ids'>,
+  page?: { limit: number; offset: number },
+): Promise<{ rows: { org: OrganizationRow; access: OrgAccess }[]; total?: number }> {
+  const filter: OrganizationFilter = { ...f, ids: isSiteAdmin(p) ? 'all' : await memberOrganizationIds(deps.db, p) };
+  const orgs = await listOrganizations(deps.db, filter, page);
+  const rows = [];
+  for (const org of orgs) rows.push({ org, access: await orgAccess(deps.db, p, org.id) });
+  return { rows, ...(page ? { total: await countOrganizations(deps.db, filter) } : {}) };
 }
 
 export async function organizationView(deps: Deps, org: OrganizationRow, access: OrgAccess): Promise<OrganizationView> {

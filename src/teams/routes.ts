@@ -6,11 +6,10 @@ import { jsonApi, type ResourceObject } from '../http/jsonapi.js';
 import { pageLinksAndMeta, parsePage } from '../http/pagination.js';
 import { serializeToken, serializeUser } from '../identity/serialize.js';
 import { getUserById } from '../identity/store.js';
-import { canManageTeams, principalTeamIds, type OrganizationRow } from '../organizations/access.js';
+import type { OrganizationRow } from '../organizations/access.js';
 import { serializeMembership } from '../organizations/memberships.js';
 import { getMembershipView } from '../organizations/store.js';
 import { includeSet, listParam, optionalParam } from '../organizations/params.js';
-import { visibleOrganization } from '../organizations/service.js';
 import { readTokenOptions } from '../organizations/tokens.js';
 import { serializeTeam, type TeamRow } from './serialize.js';
 import {
@@ -28,9 +27,10 @@ import {
   updateTeam,
   updateTeamSchema,
   visibleTeam,
+  visibleTeams,
   type VisibleTeam,
 } from './service.js';
-import { listTeams, teamMembers } from './store.js';
+import { teamMembers } from './store.js';
 
 /** Teams, their members (both relationship forms) and the team token. */
 export function teamRoutes(deps: Deps): Hono<AppEnv> {
@@ -59,19 +59,9 @@ export function teamRoutes(deps: Deps): Hono<AppEnv> {
   }
 
   app.get('/organizations/:name/teams', async (c) => {
-    const p = requirePrincipal(c);
-    const { org, access } = await visibleOrganization(deps, p, c.req.param('name'));
     const page = parsePage(c);
-    const { rows, total } = await listTeams(
-      deps.db,
-      {
-        organizationId: org.id,
-        visibleSecretIds: canManageTeams(access) ? undefined : await principalTeamIds(deps.db, p, org.id),
-        q: optionalParam(c, 'q'),
-        names: listParam(c, 'filter[names]'),
-      },
-      { limit: page.size, offset: page.offset },
-    );
+    const filter = { q: optionalParam(c, 'q'), names: listParam(c, 'filter[names]') };
+    const { org, access, rows, total } = await visibleTeams(deps, requirePrincipal(c), c.req.param('name'), filter, { limit: page.size, offset: page.offset });
     const { data, included } = await render(c, rows, org, access);
     return jsonApi(c, { data, included, ...pageLinksAndMeta(c, deps.config.publicUrl, page, total) });
   });

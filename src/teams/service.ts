@@ -21,7 +21,7 @@ import { replaceToken, type TokenOptions } from '../organizations/tokens.js';
 import { visibleOrganization } from '../organizations/service.js';
 import { getMembership, getOrganizationById, membershipOf } from '../organizations/store.js';
 import { MEMBER_TOKEN_MANAGEMENT, UNSUPPORTED_ACCESS, organizationAccessOf, readTeamSettings, writeTeamSettings, type TeamRow } from './serialize.js';
-import { addTeamMember, deleteTeamRow, getTeam, insertTeam, removeTeamMemberRows, updateTeamRow } from './store.js';
+import { addTeamMember, deleteTeamRow, getTeam, insertTeam, listTeams, removeTeamMemberRows, updateTeamRow } from './store.js';
 
 export const TEAM_NAME_RE = /^[A-Za-z0-9](?:[A-Za-z0-9_.-]{0,62}[A-Za-z0-9])?$/;
 const bool = () => z.boolean({ error: 'must be true or false' }).optional();
@@ -87,6 +87,20 @@ export async function visibleTeam(deps: Deps, p: Principal, teamId: string): Pro
   if (!access.member) throw missing();
   if (team.visibility === 'secret' && !canManageTeams(access) && !(await principalTeamIds(deps.db, p, org.id)).has(team.id)) throw missing();
   return { team, org, access };
+}
+
+/** The teams of an organization the caller may see: secret ones only to managers and their members. */
+export async function visibleTeams(
+  deps: Deps,
+  p: Principal,
+  orgName: string,
+  filter: { q?: string; names?: string[] },
+  page: { limit: number; offset: number },
+) {
+  const { org, access } = await visibleOrganization(deps, p, orgName);
+  const visibleSecretIds = canManageTeams(access) ? undefined : await principalTeamIds(deps.db, p, org.id);
+  const { rows, total } = await listTeams(deps.db, { ...filter, organizationId: org.id, visibleSecretIds }, page);
+  return { org, access, rows, total };
 }
 
 /** Applies organization-access changes, refusing grants Terrace does not model and any change to the owners team. */
