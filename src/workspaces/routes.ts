@@ -2,6 +2,7 @@ import { Hono, type Context } from 'hono';
 import type { Deps } from '../deps.js';
 import { requirePrincipal, type AppEnv } from '../http/auth.js';
 import { readJson, readResource } from '../http/body.js';
+import { ApiError } from '../http/errors.js';
 import { jsonApi } from '../http/jsonapi.js';
 import { pageLinksAndMeta, parsePage } from '../http/pagination.js';
 import { queryParams } from '../http/query.js';
@@ -95,7 +96,11 @@ export function workspaceRoutes(deps: Deps): Hono<AppEnv> {
     // go-tfe sends {"reason":"…"} as plain JSON; other clients send nothing or a JSON:API body.
     let reason: string | null = null;
     if ((c.req.header('content-length') ?? '0') !== '0' || c.req.header('transfer-encoding')) {
-      const body = await readJson(c).catch(() => ({}));
+      // A body that does not parse is ignored; anything else (the read-before-authorize guard) is not.
+      const body = await readJson(c).catch((err: unknown) => {
+        if (err instanceof ApiError) return {};
+        throw err;
+      });
       const raw = (body as { reason?: unknown; data?: { attributes?: { reason?: unknown } } }) ?? {};
       const parsed = lockSchema.safeParse({ reason: raw.reason ?? raw.data?.attributes?.reason });
       reason = parsed.success ? (parsed.data.reason ?? null) : null;
