@@ -5,7 +5,7 @@ import { requestId } from 'hono/request-id';
 import type { Deps } from './deps.js';
 import { authenticate, type AppEnv } from './http/auth.js';
 import { authorizationScope } from './http/authorized.js';
-import { ApiError, notFound, payloadTooLarge } from './http/errors.js';
+import { ApiError, MAX_QUOTED_CHARS, notFound, payloadTooLarge, truncate } from './http/errors.js';
 import { isRegistryPath, renderError } from './http/surface.js';
 import { identityRoutes } from './identity/routes.js';
 import { createMetrics } from './ops/metrics.js';
@@ -91,9 +91,8 @@ export function createApp(deps: Deps): Hono<AppEnv> {
   app.route('/', stateFileRoutes(deps));
 
   app.notFound((c) => {
-    const detail = isRegistryPath(c.req.path)
-      ? `no registry endpoint at ${c.req.method} ${c.req.path}`
-      : `no endpoint at ${c.req.method} ${c.req.path}`;
+    const where = `${c.req.method} ${truncate(c.req.path, MAX_QUOTED_CHARS)}`;
+    const detail = isRegistryPath(c.req.path) ? `no registry endpoint at ${where}` : `no endpoint at ${where}`;
     return renderError(c, notFound(detail));
   });
 

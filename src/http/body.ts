@@ -3,7 +3,7 @@ import type { ReadableStream } from 'node:stream/web';
 import type { Context } from 'hono';
 import type { z } from 'zod';
 import { assertMayReadBody } from './authorized.js';
-import { ApiError, badRequest, unprocessable, unsupportedMediaType } from './errors.js';
+import { ApiError, badRequest, quoteValue, unprocessable, unsupportedMediaType } from './errors.js';
 import { ApiErrors } from './jsonapi.js';
 
 const JSON_TYPES = ['application/vnd.api+json', 'application/json'];
@@ -25,7 +25,7 @@ export async function readJson(c: Context): Promise<unknown> {
   assertMayReadBody();
   const ct = (c.req.header('content-type') ?? '').split(';')[0]!.trim().toLowerCase();
   if (ct !== '' && !JSON_TYPES.includes(ct)) {
-    throw unsupportedMediaType(`Content-Type must be application/vnd.api+json or application/json, got "${ct}"`);
+    throw unsupportedMediaType(`Content-Type must be application/vnd.api+json or application/json, got ${quoteValue(ct)}`);
   }
   const text = await c.req.text();
   if (text.trim() === '') throw unprocessable('a JSON request body is required', '');
@@ -70,7 +70,7 @@ export async function readResource<S extends z.ZodType>(
   const data = body.data;
   if (!isObject(data)) throw unprocessable('"data" must be an object', '/data');
   if (data.type !== type) {
-    throw unprocessable(`data.type must be "${type}", got ${JSON.stringify(data.type ?? null)}`, '/data/type');
+    throw unprocessable(`data.type must be ${quoteValue(type)}, got ${quoteValue(data.type ?? null)}`, '/data/type');
   }
   const attrs = data.attributes === undefined ? {} : data.attributes;
   if (!isObject(attrs)) throw unprocessable('"data.attributes" must be an object', '/data/attributes');
@@ -91,7 +91,7 @@ export async function readIdentifiers(c: Context, type: string): Promise<string[
   return data.map((item, i) => {
     if (!isObject(item)) throw unprocessable(`data[${i}] must be an object`, `/data/${i}`);
     if (item.type !== type) {
-      throw unprocessable(`data[${i}].type must be "${type}", got ${JSON.stringify(item.type ?? null)}`, `/data/${i}/type`);
+      throw unprocessable(`data[${i}].type must be ${quoteValue(type)}, got ${quoteValue(item.type ?? null)}`, `/data/${i}/type`);
     }
     if (typeof item.id !== 'string' || item.id === '') {
       throw unprocessable(`data[${i}].id must be a non-empty string`, `/data/${i}/id`);

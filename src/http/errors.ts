@@ -1,3 +1,32 @@
+/** How much of a user-supplied value a message quotes back. */
+export const MAX_QUOTED_CHARS = 100;
+/** The longest detail (or other string member) an error body carries: the renderers' safety net. */
+export const MAX_ERROR_DETAIL_CHARS = 2000;
+
+/** Cuts a string to at most max characters, marking the cut with "…" (never splits a surrogate pair). */
+export function truncate(s: string, max: number): string {
+  if (s.length <= max) return s;
+  let end = max - 1;
+  const code = s.charCodeAt(end - 1);
+  if (code >= 0xd800 && code <= 0xdbff) end--;
+  return `${s.slice(0, end)}…`;
+}
+
+/**
+ * The one way a message quotes what the client sent: as a JSON string (quotes and control
+ * characters escaped), cut to MAX_QUOTED_CHARS characters. A 500 KB name makes a short error.
+ */
+export function quoteValue(value: unknown): string {
+  if (typeof value === 'string') return JSON.stringify(truncate(value, MAX_QUOTED_CHARS));
+  // Numbers, booleans, null, arrays and objects as JSON: `got null`, `got 42`, `got {"a":…`.
+  return truncate(JSON.stringify(value) ?? String(value), MAX_QUOTED_CHARS);
+}
+
+/** The safety net every error body passes through, so no message can echo unbounded input. */
+export function capErrorText(s: string): string {
+  return truncate(s, MAX_ERROR_DETAIL_CHARS);
+}
+
 /**
  * The one error type handlers throw. app.ts renders it in the format of the surface the
  * request fell under: JSON:API errors on /api/v2, {"errors":["…"]} on the registry protocol.

@@ -1,6 +1,6 @@
 import type { Context } from 'hono';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
-import { ApiError } from './errors.js';
+import { ApiError, capErrorText } from './errors.js';
 
 export const JSONAPI_MEDIA_TYPE = 'application/vnd.api+json';
 
@@ -31,8 +31,11 @@ export function jsonApi(c: Context, doc: Document, status: ContentfulStatusCode 
 
 /** The JSON:API error body. status is a string: go-tfe's decoder fails on a number. */
 export function jsonApiErrorBody(err: ApiError): { errors: Record<string, unknown>[] } {
-  const e: Record<string, unknown> = { status: String(err.status), title: err.title, detail: err.detail };
-  if (err.source) e.source = err.source;
+  // Every string is capped here, whatever a message interpolated (see quoteValue for the rule).
+  const e: Record<string, unknown> = { status: String(err.status), title: capErrorText(err.title), detail: capErrorText(err.detail) };
+  if (err.source) {
+    e.source = Object.fromEntries(Object.entries(err.source).map(([k, v]) => [k, typeof v === 'string' ? capErrorText(v) : v]));
+  }
   return { errors: [e] };
 }
 
@@ -44,8 +47,11 @@ export class ApiErrors extends ApiError {
   }
 }
 
+/** At most this many errors in one body: a body with a million bad members makes a short answer. */
+const MAX_ERRORS = 50;
+
 export function jsonApiErrorsBody(err: ApiError): { errors: Record<string, unknown>[] } {
-  if (err instanceof ApiErrors) return { errors: err.all.flatMap((e) => jsonApiErrorBody(e).errors) };
+  if (err instanceof ApiErrors) return { errors: err.all.slice(0, MAX_ERRORS).flatMap((e) => jsonApiErrorBody(e).errors) };
   return jsonApiErrorBody(err);
 }
 

@@ -1,14 +1,6 @@
 import type { Context } from 'hono';
-import { badRequest } from './errors.js';
+import { MAX_QUERY_INTEGER, wholeNumberParam } from './numbers.js';
 import { queryParams } from './query.js';
-
-function positiveInt(raw: string | null, name: string): number | undefined {
-  if (raw === null || raw === '') return undefined;
-  if (!/^\d+$/.test(raw) || Number(raw) < 1) {
-    throw badRequest(`${name} must be a positive whole number, got "${raw}"`, { parameter: name });
-  }
-  return Number(raw);
-}
 
 // ---- page[number] / page[size] (the /api/v2 style) ----
 
@@ -25,8 +17,9 @@ export const MAX_PAGE_SIZE = 100;
 
 export function parsePage(c: Context, defaultSize = DEFAULT_PAGE_SIZE, maxSize = MAX_PAGE_SIZE): PageRequest {
   const q = queryParams(c);
-  const number = positiveInt(q.get('page[number]'), 'page[number]');
-  const size = positiveInt(q.get('page[size]'), 'page[size]');
+  const number = wholeNumberParam(q.get('page[number]'), 'page[number]', { min: 1, max: MAX_QUERY_INTEGER });
+  // Larger page sizes are served as the maximum (the meta says which size applied).
+  const size = wholeNumberParam(q.get('page[size]'), 'page[size]', { min: 1, max: maxSize, above: 'clamp' });
   const n = number ?? 1;
   const s = Math.min(size ?? defaultSize, maxSize);
   return { number: n, size: s, explicit: number !== undefined || size !== undefined, offset: (n - 1) * s };
@@ -80,13 +73,9 @@ export const REGISTRY_MAX_LIMIT = 100;
 
 export function parseOffsetLimit(c: Context, defaultLimit = REGISTRY_DEFAULT_LIMIT, maxLimit = REGISTRY_MAX_LIMIT): OffsetRequest {
   const q = queryParams(c);
-  const rawOffset = q.get('offset');
-  let offset = 0;
-  if (rawOffset !== null && rawOffset !== '') {
-    if (!/^\d+$/.test(rawOffset)) throw badRequest(`offset must be a non-negative whole number, got "${rawOffset}"`);
-    offset = Number(rawOffset);
-  }
-  const limit = Math.min(positiveInt(q.get('limit'), 'limit') ?? defaultLimit, maxLimit);
+  const offset = wholeNumberParam(q.get('offset'), 'offset', { min: 0, max: MAX_QUERY_INTEGER }) ?? 0;
+  // The protocol's rule: a limit above the maximum is replaced by the maximum.
+  const limit = wholeNumberParam(q.get('limit'), 'limit', { min: 1, max: maxLimit, above: 'clamp' }) ?? defaultLimit;
   return { offset, limit };
 }
 

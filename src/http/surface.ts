@@ -1,5 +1,5 @@
 import type { Context } from 'hono';
-import { ApiError } from './errors.js';
+import { ApiError, capErrorText } from './errors.js';
 import { JSONAPI_MEDIA_TYPE, jsonApiErrorsBody } from './jsonapi.js';
 
 /** Which error format a path speaks: the registry protocol's or JSON:API's. */
@@ -9,7 +9,7 @@ export function isRegistryPath(path: string): boolean {
 
 /** The registry protocol's error body: {"errors":["…"]}, strings only. */
 export function registryError(c: Context, status: number, message: string, headers?: Record<string, string>): Response {
-  return c.body(JSON.stringify({ errors: [message] }), status as 400, { 'Content-Type': 'application/json', ...headers });
+  return c.body(JSON.stringify({ errors: [capErrorText(message)] }), status as 400, { 'Content-Type': 'application/json', ...headers });
 }
 
 /** Renders an ApiError in the format of the surface the request fell under. */

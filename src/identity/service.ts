@@ -2,7 +2,7 @@ import { rfc3339 } from '../clock.js';
 import { isUniqueViolation } from '../db/index.js';
 import type { Deps } from '../deps.js';
 import { authorize } from '../http/authorized.js';
-import { notFound, unprocessable } from '../http/errors.js';
+import { notFound, quoteValue, unprocessable } from '../http/errors.js';
 import { newId } from '../ids.js';
 import { isSiteAdmin, principalLabel, type Principal } from './principal.js';
 import { deleteToken, findUser, getUserToken, insertToken, insertUser, listUserTokens, type TokenRow, type UserRow } from './store.js';
@@ -34,8 +34,8 @@ export async function createUser(
     if (!isUniqueViolation(err)) throw err;
     const taken = await findUser(deps.db, a.username);
     throw taken
-      ? unprocessable(`username "${a.username}" is already taken`, '/data/attributes/username')
-      : unprocessable(`email "${a.email}" is already in use`, '/data/attributes/email');
+      ? unprocessable(`username ${quoteValue(a.username)} is already taken`, '/data/attributes/username')
+      : unprocessable(`email ${quoteValue(a.email)} is already in use`, '/data/attributes/email');
   }
   deps.logger.info({ actor: principalLabel(p), user: user.id, username: user.username }, 'user created');
   return user;

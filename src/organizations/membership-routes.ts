@@ -3,7 +3,7 @@ import { z } from 'zod';
 import type { Deps } from '../deps.js';
 import { requirePrincipal, type AppEnv } from '../http/auth.js';
 import { readResource } from '../http/body.js';
-import { badRequest, unprocessable } from '../http/errors.js';
+import { badRequest, quoteValue, unprocessable } from '../http/errors.js';
 import { jsonApi, type ResourceObject } from '../http/jsonapi.js';
 import { pageLinksAndMeta, parsePage } from '../http/pagination.js';
 import { serializeUser } from '../identity/serialize.js';
@@ -30,7 +30,7 @@ const inviteSchema = z.object({
 function statusFilter(c: Context): MembershipFilter['status'] {
   const s = optionalParam(c, 'filter[status]');
   if (s === undefined) return undefined;
-  if (s !== 'invited' && s !== 'active') throw badRequest(`filter[status] must be "invited" or "active", got "${s}"`, { parameter: 'filter[status]' });
+  if (s !== 'invited' && s !== 'active') throw badRequest(`filter[status] must be "invited" or "active", got ${quoteValue(s)}`, { parameter: 'filter[status]' });
   return s;
 }
 

@@ -2,7 +2,7 @@ import { rfc3339 } from '../clock.js';
 import { inTransaction } from '../db/index.js';
 import type { Deps } from '../deps.js';
 import { authorize } from '../http/authorized.js';
-import { notFound, unprocessable } from '../http/errors.js';
+import { notFound, quoteValue, unprocessable } from '../http/errors.js';
 import type { ResourceObject } from '../http/jsonapi.js';
 import { principalLabel, type Principal } from '../identity/principal.js';
 import { getUserByEmail } from '../identity/store.js';
@@ -93,18 +93,18 @@ export async function inviteUser(
   const user = await getUserByEmail(deps.db, email);
   if (!user) {
     throw unprocessable(
-      `email: no Terrace user has the email "${email}"; Terrace sends no invitation emails, so a site admin must create the user first (POST /api/v2/admin/users)`,
+      `email: no Terrace user has the email ${quoteValue(email)}; Terrace sends no invitation emails, so a site admin must create the user first (POST /api/v2/admin/users)`,
       '/data/attributes/email',
     );
   }
   const existing = await membershipOf(deps.db, org.id, user.id);
   if (existing) {
-    throw unprocessable(`email: "${email}" already has a membership in this organization (${existing.id}, ${existing.status})`, '/data/attributes/email');
+    throw unprocessable(`email: ${quoteValue(email)} already has a membership in this organization (${existing.id}, ${existing.status})`, '/data/attributes/email');
   }
   const teams = await teamIdsOf(deps.db, org.id, teamIds);
   teamIds.forEach((id, i) => {
     if (!teams.includes(id)) {
-      throw unprocessable(`relationships.teams.data[${i}].id: "${id}" is not a team of this organization`, `/data/relationships/teams/data/${i}/id`);
+      throw unprocessable(`relationships.teams.data[${i}].id: ${quoteValue(id)} is not a team of this organization`, `/data/relationships/teams/data/${i}/id`);
     }
   });
   const now = rfc3339(deps.clock.now());

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import type { Deps } from '../deps.js';
 import { requirePrincipal, type AppEnv } from '../http/auth.js';
 import { readJson, readResource } from '../http/body.js';
-import { notFound, unprocessable } from '../http/errors.js';
+import { notFound, quoteValue, unprocessable } from '../http/errors.js';
 import { jsonApi } from '../http/jsonapi.js';
 import { pageLinksAndMeta, parsePage } from '../http/pagination.js';
 import { optionalParam } from './params.js';
@@ -88,7 +88,7 @@ export function organizationRelatedRoutes(deps: Deps): Hono<AppEnv> {
     }
     const names = body.data.map((item, i) => {
       if (!isObject(item)) throw unprocessable(`data[${i}] must be an object`, `/data/${i}`);
-      if (item.type !== 'organizations') throw unprocessable(`data[${i}].type must be "organizations", got ${JSON.stringify(item.type ?? null)}`, `/data/${i}/type`);
+      if (item.type !== 'organizations') throw unprocessable(`data[${i}].type must be "organizations", got ${quoteValue(item.type ?? null)}`, `/data/${i}/type`);
       if (typeof item.id !== 'string' || item.id === '') throw unprocessable(`data[${i}].id must be an organization name`, `/data/${i}/id`);
       return item.id;
     });
@@ -103,7 +103,7 @@ export function organizationRelatedRoutes(deps: Deps): Hono<AppEnv> {
   app.get(DRP, async (c) => {
     const { org } = await visibleOrganization(deps, requirePrincipal(c), c.req.param('name'));
     const policy = await effectiveDataRetentionPolicy(deps.db, deps.config, org.id);
-    if (!policy) throw notFound(`organization "${org.name}" has no data retention policy and this installation sets no default`);
+    if (!policy) throw notFound(`organization ${quoteValue(org.name)} has no data retention policy and this installation sets no default`);
     return jsonApi(c, { data: serializeRetentionPolicy(policy, org.name) });
   });
 
@@ -115,7 +115,7 @@ export function organizationRelatedRoutes(deps: Deps): Hono<AppEnv> {
     const data = body.data;
     const type = data.type as string;
     if (!(DRP_TYPES as readonly string[]).includes(type)) {
-      throw unprocessable(`data.type must be one of ${DRP_TYPES.join(', ')}, got ${JSON.stringify(data.type ?? null)}`, '/data/type');
+      throw unprocessable(`data.type must be one of ${DRP_TYPES.join(', ')}, got ${quoteValue(data.type ?? null)}`, '/data/type');
     }
     const attrs = data.attributes ?? {};
     if (!isObject(attrs)) throw unprocessable('"data.attributes" must be an object', '/data/attributes');

@@ -3,7 +3,7 @@ import { isUniqueViolation } from '../db/index.js';
 import type { DataRetentionPolicyKind } from '../db/schema.js';
 import type { Deps } from '../deps.js';
 import { authorize } from '../http/authorized.js';
-import { notFound, unprocessable } from '../http/errors.js';
+import { notFound, quoteValue, unprocessable } from '../http/errors.js';
 import { isSiteAdmin, principalLabel, type Principal } from '../identity/principal.js';
 import { newId } from '../ids.js';
 import { canAdministerOrganization, orgAccess, type OrgAccess, type OrganizationRow } from './access.js';
@@ -39,7 +39,7 @@ export async function createAgentPool(deps: Deps, p: Principal, target: Target, 
   try {
     await insertAgentPool(deps.db, pool);
   } catch (err) {
-    if (isUniqueViolation(err)) throw unprocessable(`name: an agent pool named "${a.name}" already exists in this organization`, '/data/attributes/name');
+    if (isUniqueViolation(err)) throw unprocessable(`name: an agent pool named ${quoteValue(a.name)} already exists in this organization`, '/data/attributes/name');
     throw err;
   }
   deps.logger.info({ actor: principalLabel(p), organization: target.org.id, agentPool: pool.id }, 'agent pool created');
@@ -60,7 +60,7 @@ export async function visibleAgentPool(deps: Deps, p: Principal, id: string): Pr
 export async function organizationForSiteAdmin(deps: Deps, p: Principal, name: string): Promise<OrganizationRow> {
   authorize(isSiteAdmin(p), () => notFound());
   const org = await getOrganizationByName(deps.db, name);
-  if (!org) throw notFound(`organization "${name}" not found`);
+  if (!org) throw notFound(`organization ${quoteValue(name)} not found`);
   return org;
 }
 
@@ -70,7 +70,7 @@ export async function setModuleConsumers(deps: Deps, p: Principal, producer: Org
   const consumerIds = new Set<string>();
   for (const [i, name] of consumerNames.entries()) {
     const consumer = await getOrganizationByName(deps.db, name);
-    if (!consumer) throw unprocessable(`data[${i}].id: organization "${name}" does not exist`, `/data/${i}/id`);
+    if (!consumer) throw unprocessable(`data[${i}].id: organization ${quoteValue(name)} does not exist`, `/data/${i}/id`);
     if (consumer.id === producer.id) throw unprocessable(`data[${i}].id: an organization cannot be its own module consumer`, `/data/${i}/id`);
     consumerIds.add(consumer.id);
   }
@@ -108,7 +108,7 @@ export async function removeDataRetentionPolicy(deps: Deps, p: Principal, target
   const { org, access } = target;
   authorize(canAdministerOrganization(access), () => notFound('only the owners of an organization may remove its data retention policy'));
   const existing = await getDataRetentionPolicy(deps.db, org.id);
-  if (!existing) throw notFound(`organization "${org.name}" has no data retention policy of its own to remove`);
+  if (!existing) throw notFound(`organization ${quoteValue(org.name)} has no data retention policy of its own to remove`);
   await deleteDataRetentionPolicy(deps.db, existing.id);
   deps.logger.info({ actor: principalLabel(p), organization: org.id, policy: existing.id }, 'data retention policy removed');
 }

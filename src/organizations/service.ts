@@ -2,7 +2,7 @@ import { rfc3339 } from '../clock.js';
 import { inTransaction, isUniqueViolation, type Queryable } from '../db/index.js';
 import type { Deps } from '../deps.js';
 import { authorize } from '../http/authorized.js';
-import { ApiError, notFound, unprocessable } from '../http/errors.js';
+import { ApiError, notFound, quoteValue, unprocessable } from '../http/errors.js';
 import { ApiErrors } from '../http/jsonapi.js';
 import { isSiteAdmin, principalLabel, type Principal } from '../identity/principal.js';
 import { deleteToken, findOwnedToken, type TokenRow } from '../identity/store.js';
@@ -46,9 +46,9 @@ export async function visibleOrganization(
   name: string,
 ): Promise<{ org: OrganizationRow; access: OrgAccess }> {
   const org = await getOrganizationByName(deps.db, name);
-  if (!org) throw notFound(`organization "${name}" not found, or you are not authorized to see it`);
+  if (!org) throw notFound(`organization ${quoteValue(name)} not found, or you are not authorized to see it`);
   const access = await orgAccess(deps.db, principal, org.id);
-  if (!access.member) throw notFound(`organization "${name}" not found, or you are not authorized to see it`);
+  if (!access.member) throw notFound(`organization ${quoteValue(name)} not found, or you are not authorized to see it`);
   return { org, access };
 }
 
@@ -111,7 +111,7 @@ export function poolFromRelationships(rel: Record<string, unknown>): string | nu
   if (data === null) return null;
   const d = data as { type?: unknown; id?: unknown };
   if (typeof data !== 'object' || Array.isArray(data)) throw unprocessable('relationships.default-agent-pool.data must be an object or null', `${POOL_REL}/data`);
-  if (d.type !== 'agent-pools') throw unprocessable(`relationships.default-agent-pool.data.type must be "agent-pools", got ${JSON.stringify(d.type ?? null)}`, `${POOL_REL}/data/type`);
+  if (d.type !== 'agent-pools') throw unprocessable(`relationships.default-agent-pool.data.type must be "agent-pools", got ${quoteValue(d.type ?? null)}`, `${POOL_REL}/data/type`);
   if (typeof d.id !== 'string' || d.id === '') throw unprocessable('relationships.default-agent-pool.data.id must be a non-empty string', `${POOL_REL}/data/id`);
   return d.id;
 }
@@ -169,7 +169,7 @@ export async function resolveSettings(
     } else {
       const pool = await getAgentPool(db, poolId);
       if (!pool || pool.organization_id !== organizationId) {
-        errors.push(unprocessable(`default-agent-pool-id: "${poolId}" is not an agent pool of this organization`, ptr));
+        errors.push(unprocessable(`default-agent-pool-id: ${quoteValue(poolId)} is not an agent pool of this organization`, ptr));
       }
       next['default-agent-pool-id'] = poolId;
     }
@@ -183,7 +183,7 @@ export async function resolveSettings(
   return next;
 }
 
-const nameTaken = (name: string) => unprocessable(`name: "${name}" has already been taken`, ATTR('name'));
+const nameTaken = (name: string) => unprocessable(`name: ${quoteValue(name)} has already been taken`, ATTR('name'));
 
 export async function createOrganization(
   deps: Deps,
@@ -268,7 +268,7 @@ export function organizationForTokens(deps: Deps, p: Principal, name: string): P
 export async function organizationToken(deps: Deps, p: Principal, target: { org: OrganizationRow; access: OrgAccess }): Promise<TokenRow> {
   authorize(canAdministerOrganization(target.access), () => notFound(TOKEN_OWNERS_ONLY));
   const row = await findOwnedToken(deps.db, { kind: 'organization', organizationId: target.org.id });
-  if (!row) throw notFound(`organization "${target.org.name}" has no organization token`);
+  if (!row) throw notFound(`organization ${quoteValue(target.org.name)} has no organization token`);
   return row;
 }
 

@@ -2,7 +2,7 @@ import type { Context } from 'hono';
 import { rfc3339 } from '../clock.js';
 import type { Deps } from '../deps.js';
 import { readJson, readText } from '../http/body.js';
-import { unprocessable } from '../http/errors.js';
+import { quoteValue, unprocessable } from '../http/errors.js';
 import type { Principal } from '../identity/principal.js';
 import { replaceOwnedToken, type TokenOwner, type TokenRow } from '../identity/store.js';
 
@@ -27,7 +27,7 @@ export async function readTokenOptions(c: Context, now: Date): Promise<TokenOpti
   const data = body.data;
   if (!isObject(data)) throw unprocessable('"data" must be an object', '/data');
   if (data.type !== undefined && !['', 'authentication-tokens', 'authentication-token'].includes(data.type as string)) {
-    throw unprocessable(`data.type must be "authentication-tokens", got ${JSON.stringify(data.type)}`, '/data/type');
+    throw unprocessable(`data.type must be "authentication-tokens", got ${quoteValue(data.type)}`, '/data/type');
   }
   const attrs = data.attributes ?? {};
   if (!isObject(attrs)) throw unprocessable('"data.attributes" must be an object', '/data/attributes');

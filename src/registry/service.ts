@@ -4,7 +4,7 @@ import { rfc3339 } from '../clock.js';
 import { inTransaction, isUniqueViolation } from '../db/index.js';
 import type { Deps } from '../deps.js';
 import { authorize } from '../http/authorized.js';
-import { ApiError, conflict, notFound, payloadTooLarge, unprocessable } from '../http/errors.js';
+import { ApiError, conflict, notFound, payloadTooLarge, quoteValue, unprocessable } from '../http/errors.js';
 import { principalLabel, type Principal } from '../identity/principal.js';
 import { generateToken, hashToken } from '../identity/tokens.js';
 import { newId } from '../ids.js';
@@ -98,13 +98,13 @@ export async function createModule(
   await requireManageModules(deps, p, org.id);
   if (!MODULE_NAME_RE.test(input.name)) {
     throw unprocessable(
-      `name "${input.name}" is invalid: use 1-64 letters, digits, "-" or "_", starting and ending with a letter or digit`,
+      `name ${quoteValue(input.name)} is invalid: use 1-64 letters, digits, "-" or "_", starting and ending with a letter or digit`,
       '/data/attributes/name',
     );
   }
   if (!PROVIDER_RE.test(input.provider)) {
     throw unprocessable(
-      `provider "${input.provider}" is invalid: use 1-64 lower-case letters and digits (Terraform cannot address anything else)`,
+      `provider ${quoteValue(input.provider)} is invalid: use 1-64 lower-case letters and digits (Terraform cannot address anything else)`,
       '/data/attributes/provider',
     );
   }
@@ -146,7 +146,7 @@ export async function createVersion(
   await requireManageModules(deps, p, module.organization_id);
   const canonical = canonicalPublishVersion(input.version);
   if (!canonical) {
-    throw unprocessable(`version "${input.version}" is not valid semantic versioning (for example 1.2.0 or v1.2.0-rc.1)`, '/data/attributes/version');
+    throw unprocessable(`version ${quoteValue(input.version)} is not valid semantic versioning (for example 1.2.0 or v1.2.0-rc.1)`, '/data/attributes/version');
   }
   const now = deps.clock.now();
   const token = generateToken();

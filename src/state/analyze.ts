@@ -2,6 +2,7 @@ import type { Readable } from 'node:stream';
 import Assembler from 'stream-json/assembler.js';
 import parser from 'stream-json/parser.js';
 import type { Token } from 'stream-json/parser.js';
+import { quoteValue } from '../http/errors.js';
 
 /** The state file (or JSON document) is not what it must be; the message says what is wrong. */
 export class StateFormatError extends Error {}
@@ -89,10 +90,10 @@ export async function analyzeState(body: Readable): Promise<StateSummary> {
           asm = null;
           if (typeof v !== 'object' || v === null || Array.isArray(v)) throw new StateFormatError('"outputs" must be an object');
           out.outputs = Object.entries(v as Record<string, unknown>).map(([name, o]) => {
-            if (typeof o !== 'object' || o === null || Array.isArray(o)) throw new StateFormatError(`output "${name}" must be an object`);
+            if (typeof o !== 'object' || o === null || Array.isArray(o)) throw new StateFormatError(`output ${quoteValue(name)} must be an object`);
             const rec = o as Record<string, unknown>;
             if (rec.sensitive !== undefined && typeof rec.sensitive !== 'boolean') {
-              throw new StateFormatError(`output "${name}": "sensitive" must be true or false`);
+              throw new StateFormatError(`output ${quoteValue(name)}: "sensitive" must be true or false`);
             }
             return { name, value: rec.value === undefined ? null : rec.value, type: rec.type, sensitive: rec.sensitive === true };
           });
@@ -199,7 +200,7 @@ export function checkHeader(s: StateSummary): StateHeader {
   if (s.version === undefined) throw new StateFormatError('it has no "version": it is not a Terraform state file');
   if (s.version !== 4) {
     throw new StateFormatError(
-      `its format version is ${JSON.stringify(s.version)}; only version 4 (written by Terraform 0.12 and later) is accepted — run any Terraform command with 0.12 or later to upgrade it`,
+      `its format version is ${quoteValue(s.version)}; only version 4 (written by Terraform 0.12 and later) is accepted — run any Terraform command with 0.12 or later to upgrade it`,
     );
   }
   if (typeof s.serial !== 'number' || !Number.isSafeInteger(s.serial) || s.serial < 0) {

@@ -1,4 +1,5 @@
 import type { RawOutput } from './analyze.js';
+import { quoteValue } from '../http/errors.js';
 
 /**
  * The cty type of a JSON value when the state carries none (old or hand-made states): the type
@@ -51,10 +52,10 @@ export function parseJsonStateOutputs(v: unknown): RawOutput[] | string {
   if (typeof v !== 'object' || v === null || Array.isArray(v)) return 'it must be a JSON object of outputs by name';
   const out: RawOutput[] = [];
   for (const [name, o] of Object.entries(v as Record<string, unknown>)) {
-    if (typeof o !== 'object' || o === null || Array.isArray(o)) return `output "${name}" must be an object`;
+    if (typeof o !== 'object' || o === null || Array.isArray(o)) return `output ${quoteValue(name)} must be an object`;
     const rec = o as Record<string, unknown>;
-    if (rec.sensitive !== undefined && typeof rec.sensitive !== 'boolean') return `output "${name}": "sensitive" must be true or false`;
-    if (rec.type !== undefined && !isCtyType(rec.type)) return `output "${name}": "type" is not a Terraform type`;
+    if (rec.sensitive !== undefined && typeof rec.sensitive !== 'boolean') return `output ${quoteValue(name)}: "sensitive" must be true or false`;
+    if (rec.type !== undefined && !isCtyType(rec.type)) return `output ${quoteValue(name)}: "type" is not a Terraform type`;
     out.push({ name, value: rec.value === undefined ? null : rec.value, type: rec.type, sensitive: rec.sensitive === true });
   }
   return out;

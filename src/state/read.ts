@@ -1,5 +1,5 @@
 import type { Deps } from '../deps.js';
-import { notFound, serviceUnavailable } from '../http/errors.js';
+import { notFound, quoteValue, serviceUnavailable } from '../http/errors.js';
 import type { Principal } from '../identity/principal.js';
 import { orgAccess } from '../organizations/access.js';
 import { getOrganizationById } from '../organizations/store.js';
@@ -11,7 +11,7 @@ import { getOutput, getStateVersion, type OutputRow, type StateVersionRow } from
 /** Seconds Terraform is told to wait before asking again for outputs still being processed. */
 const RETRY_AFTER_SECONDS = 2;
 
-const hiddenVersion = (id: string) => notFound(`state version "${id}" not found, or you are not authorized to see it`);
+const hiddenVersion = (id: string) => notFound(`state version ${quoteValue(id)} not found, or you are not authorized to see it`);
 
 /** A state version with its workspace access; 404 unless the caller may at least read outputs. */
 export async function stateVersionFor(deps: Deps, p: Principal, id: string): Promise<{ sv: StateVersionRow; access: WorkspaceAccess }> {
@@ -31,7 +31,7 @@ export async function readableStateVersion(deps: Deps, p: Principal, id: string)
 }
 
 function requireReadStateVersions(ctx: WorkspaceContext, what: string): void {
-  if (!ctx.access.readStateVersions) throw notFound(`workspace "${what}" not found, or you are not authorized to read its state versions`);
+  if (!ctx.access.readStateVersions) throw notFound(`workspace ${quoteValue(what)} not found, or you are not authorized to read its state versions`);
 }
 
 /** The workspace whose state versions are listed (go-tfe's List by organization and workspace name). */
@@ -46,7 +46,7 @@ export async function currentStateVersion(deps: Deps, p: Principal, workspaceId:
   const ctx = await workspaceById(deps, p, workspaceId);
   requireReadStateVersions(ctx, ctx.ws.id);
   const sv = ctx.ws.current_state_version_id ? await getStateVersion(deps.db, ctx.ws.current_state_version_id) : undefined;
-  if (!sv) throw notFound(`workspace "${ctx.ws.name}" has no state version yet`);
+  if (!sv) throw notFound(`workspace ${quoteValue(ctx.ws.name)} has no state version yet`);
   return { sv, ctx };
 }
 
@@ -66,7 +66,7 @@ export async function currentOutputsVersion(deps: Deps, p: Principal, workspaceI
 
 /** One output, and whether the caller may see its sensitive value (those who may read the state). */
 export async function visibleOutput(deps: Deps, p: Principal, id: string): Promise<{ output: OutputRow; showSensitive: boolean }> {
-  const hidden = () => notFound(`state version output "${id}" not found, or you are not authorized to see it`);
+  const hidden = () => notFound(`state version output ${quoteValue(id)} not found, or you are not authorized to see it`);
   const output = await getOutput(deps.db, id);
   if (!output) throw hidden();
   const { access } = await stateVersionFor(deps, p, output.state_version_id).catch(() => {

@@ -6,7 +6,7 @@ import { rfc3339 } from '../clock.js';
 import { inTransaction, type Queryable } from '../db/index.js';
 import type { WorkspaceRow } from '../db/rows.js';
 import type { Deps } from '../deps.js';
-import { ApiError, conflict, notFound, payloadTooLarge, unprocessable } from '../http/errors.js';
+import { ApiError, conflict, notFound, payloadTooLarge, quoteValue, unprocessable } from '../http/errors.js';
 import { principalLabel, type Principal } from '../identity/principal.js';
 import { generateToken, hashToken } from '../identity/tokens.js';
 import { newId } from '../ids.js';
@@ -69,7 +69,7 @@ function successionError(current: StateVersionRow | undefined, serial: number, l
   }
   if (lineage && current.lineage && lineage !== current.lineage) {
     return unprocessable(
-      `lineage "${lineage}" differs from the current state's lineage "${current.lineage}": this state belongs to another state history (send force: true to replace it)`,
+      `lineage ${quoteValue(lineage)} differs from the current state's lineage ${quoteValue(current.lineage)}: this state belongs to another state history (send force: true to replace it)`,
       ATTR('lineage'),
     );
   }
@@ -84,8 +84,8 @@ function requireLockHolder(ws: WorkspaceRow, p: Principal): void {
   if (!heldBy(ws, p)) {
     throw conflict(
       ws.locked === 1
-        ? `workspace "${ws.name}" is locked by someone else; a state version can only be created by the lock holder`
-        : `workspace "${ws.name}" must be locked by you before a state version is created (POST /api/v2/workspaces/${ws.id}/actions/lock)`,
+        ? `workspace ${quoteValue(ws.name)} is locked by someone else; a state version can only be created by the lock holder`
+        : `workspace ${quoteValue(ws.name)} must be locked by you before a state version is created (POST /api/v2/workspaces/${ws.id}/actions/lock)`,
     );
   }
 }
@@ -139,7 +139,7 @@ export async function createStateVersion(deps: Deps, p: Principal, ctx: Workspac
       throw unprocessable(`serial ${a.serial} does not match the state file's serial ${header.serial}`, ATTR('serial'));
     }
     if (a.lineage && a.lineage !== header.lineage) {
-      throw unprocessable(`lineage "${a.lineage}" does not match the state file's lineage "${header.lineage}"`, ATTR('lineage'));
+      throw unprocessable(`lineage ${quoteValue(a.lineage)} does not match the state file's lineage ${quoteValue(header.lineage)}`, ATTR('lineage'));
     }
   } else if (a['json-state'] != null) {
     throw unprocessable('json-state is accepted only together with state; without state, upload it to hosted-json-state-upload-url', ATTR('json-state'));
@@ -206,7 +206,7 @@ export async function createStateVersion(deps: Deps, p: Principal, ctx: Workspac
     await inTransaction(deps.db, async (tx) => {
       // Checked again where it counts: another version may have landed since.
       const fresh = await getWorkspaceById(tx, ws.id);
-      if (!fresh) throw notFound(`workspace "${ws.id}" not found`);
+      if (!fresh) throw notFound(`workspace ${quoteValue(ws.id)} not found`);
       requireLockHolder(fresh, p);
       const err = force ? null : successionError(await currentOf(tx, fresh), a.serial, lineage);
       if (err) throw err;
@@ -325,7 +325,7 @@ export async function receiveStateUpload(deps: Deps, token: string, body: Readab
   }
   if (header.serial !== claimed.serial) return reject(unprocessable(`the uploaded state's serial ${header.serial} does not match the state version's serial ${claimed.serial}`));
   if (claimed.lineage && claimed.lineage !== header.lineage) {
-    return reject(unprocessable(`the uploaded state's lineage "${header.lineage}" does not match the state version's lineage "${claimed.lineage}"`));
+    return reject(unprocessable(`the uploaded state's lineage ${quoteValue(header.lineage)} does not match the state version's lineage ${quoteValue(claimed.lineage)}`));
   }
 
   const finalizedAt = deps.clock.now();

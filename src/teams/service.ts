@@ -3,7 +3,7 @@ import { rfc3339 } from '../clock.js';
 import { inTransaction, isUniqueViolation, type Tx } from '../db/index.js';
 import type { Deps } from '../deps.js';
 import { authorize } from '../http/authorized.js';
-import { ApiError, notFound, unprocessable } from '../http/errors.js';
+import { ApiError, notFound, quoteValue, unprocessable } from '../http/errors.js';
 import { ApiErrors } from '../http/jsonapi.js';
 import { principalLabel, type Principal } from '../identity/principal.js';
 import { deleteToken, findOwnedToken, findUser, type TokenRow } from '../identity/store.js';
@@ -81,7 +81,7 @@ export async function teamForManagement(deps: Deps, p: Principal, teamId: string
 export async function visibleTeam(deps: Deps, p: Principal, teamId: string): Promise<VisibleTeam> {
   const team = await getTeam(deps.db, teamId);
   const org = team ? await getOrganizationById(deps.db, team.organization_id) : undefined;
-  const missing = () => notFound(`team "${teamId}" not found, or you are not authorized to see it`);
+  const missing = () => notFound(`team ${quoteValue(teamId)} not found, or you are not authorized to see it`);
   if (!team || !org) throw missing();
   const access = await orgAccess(deps.db, p, org.id);
   if (!access.member) throw missing();
@@ -126,7 +126,7 @@ function nextSettings(team: TeamRow | null, a: TeamInput): string {
   return writeTeamSettings(settings);
 }
 
-const nameTaken = (name: string) => unprocessable(`name: a team named "${name}" already exists in this organization`, '/data/attributes/name');
+const nameTaken = (name: string) => unprocessable(`name: a team named ${quoteValue(name)} already exists in this organization`, '/data/attributes/name');
 
 export async function createTeam(
   deps: Deps,
@@ -195,20 +195,20 @@ async function resolveMembers(deps: Deps, team: TeamRow, kind: 'users' | 'organi
   for (const [i, id] of ids.entries()) {
     if (kind === 'organization-memberships') {
       const m = await getMembership(deps.db, id);
-      if (!m || m.organization_id !== team.organization_id) throw notFound(`data[${i}]: organization membership "${id}" not found in this team's organization`);
+      if (!m || m.organization_id !== team.organization_id) throw notFound(`data[${i}]: organization membership ${quoteValue(id)} not found in this team's organization`);
       out.push(m.user_id);
       continue;
     }
     const user = await findUser(deps.db, id);
-    if (!user) throw notFound(`data[${i}]: user "${id}" not found`);
+    if (!user) throw notFound(`data[${i}]: user ${quoteValue(id)} not found`);
     if (adding) {
       const m = await membershipOf(deps.db, team.organization_id, user.id);
       if (!m) {
-        throw unprocessable(`data[${i}].id: user "${id}" is not a member of this organization; invite them first (POST /api/v2/organizations/:organization_name/organization-memberships)`, `/data/${i}/id`);
+        throw unprocessable(`data[${i}].id: user ${quoteValue(id)} is not a member of this organization; invite them first (POST /api/v2/organizations/:organization_name/organization-memberships)`, `/data/${i}/id`);
       }
       if (m.status !== 'active') {
         throw unprocessable(
-          `data[${i}].id: user "${id}" must accept their invitation to this organization before being added by user; add them by organization membership ("${m.id}") instead`,
+          `data[${i}].id: user ${quoteValue(id)} must accept their invitation to this organization before being added by user; add them by organization membership (${quoteValue(m.id)}) instead`,
           `/data/${i}/id`,
         );
       }
@@ -276,7 +276,7 @@ export async function teamForTokens(deps: Deps, p: Principal, teamId: string): P
 export async function teamToken(deps: Deps, p: Principal, vt: VisibleTeam): Promise<TokenRow> {
   authorize(await mayManageTeamToken(deps, p, vt), tokenManagersOnly);
   const row = await findOwnedToken(deps.db, { kind: 'team', teamId: vt.team.id });
-  if (!row) throw notFound(`team "${vt.team.id}" has no team token`);
+  if (!row) throw notFound(`team ${quoteValue(vt.team.id)} has no team token`);
   return row;
 }
 

@@ -2,7 +2,7 @@ import { rfc3339 } from '../clock.js';
 import { isUniqueViolation, type Queryable } from '../db/index.js';
 import type { Deps } from '../deps.js';
 import { authorize } from '../http/authorized.js';
-import { ApiError, conflict, notFound, unprocessable } from '../http/errors.js';
+import { ApiError, conflict, notFound, quoteValue, unprocessable } from '../http/errors.js';
 import { ApiErrors } from '../http/jsonapi.js';
 import { principalLabel, type Principal } from '../identity/principal.js';
 import { newId } from '../ids.js';
@@ -39,7 +39,7 @@ const hidden = (what: string) => notFound(`${what} not found, or you are not aut
 export async function organizationForWorkspaces(deps: Deps, p: Principal, orgName: string): Promise<{ org: OrganizationRow; access: WorkspaceAccess }> {
   const org = await getOrganizationByName(deps.db, orgName);
   const access = org ? workspaceAccess(await orgAccess(deps.db, p, org.id)) : undefined;
-  if (!org || !access?.readOutputs) throw hidden(`organization "${orgName}"`);
+  if (!org || !access?.readOutputs) throw hidden(`organization ${quoteValue(orgName)}`);
   return { org, access };
 }
 
@@ -48,14 +48,14 @@ export async function workspaceById(deps: Deps, p: Principal, id: string): Promi
   const ws = await getWorkspaceById(deps.db, id);
   const org = ws ? await getOrganizationById(deps.db, ws.organization_id) : undefined;
   const access = org ? workspaceAccess(await orgAccess(deps.db, p, org.id)) : undefined;
-  if (!ws || !org || !access?.readOutputs) throw hidden(`workspace "${id}"`);
+  if (!ws || !org || !access?.readOutputs) throw hidden(`workspace ${quoteValue(id)}`);
   return { ws, org, access };
 }
 
 export async function workspaceByName(deps: Deps, p: Principal, orgName: string, name: string): Promise<WorkspaceContext> {
   const { org, access } = await organizationForWorkspaces(deps, p, orgName);
   const ws = await getWorkspaceByName(deps.db, org.id, name);
-  if (!ws) throw hidden(`workspace "${orgName}/${name}"`);
+  if (!ws) throw hidden(`workspace ${quoteValue(`${orgName}/${name}`)}`);
   return { ws, org, access };
 }
 
@@ -67,13 +67,13 @@ export function requireManage(ctx: { access: WorkspaceAccess }, what = 'workspac
 /** A workspace by id that the caller may change; 404 otherwise. Call before reading a body. */
 export async function workspaceByIdForUpdate(deps: Deps, p: Principal, id: string): Promise<WorkspaceContext> {
   const ctx = await workspaceById(deps, p, id);
-  requireManage(ctx, `workspace "${id}"`);
+  requireManage(ctx, `workspace ${quoteValue(id)}`);
   return ctx;
 }
 
 export async function workspaceByNameForUpdate(deps: Deps, p: Principal, orgName: string, name: string): Promise<WorkspaceContext> {
   const ctx = await workspaceByName(deps, p, orgName, name);
-  requireManage(ctx, `workspace "${orgName}/${name}"`);
+  requireManage(ctx, `workspace ${quoteValue(`${orgName}/${name}`)}`);
   return ctx;
 }
 
@@ -85,7 +85,7 @@ export async function organizationForWorkspaceCreate(deps: Deps, p: Principal, o
 }
 
 function requireCreate({ org, access }: { org: OrganizationRow; access: WorkspaceAccess }): void {
-  authorize(access.manage, () => notFound(`organization "${org.name}" not found, or you are not authorized to create workspaces in it`));
+  authorize(access.manage, () => notFound(`organization ${quoteValue(org.name)} not found, or you are not authorized to create workspaces in it`));
 }
 
 function throwAll(errors: ApiError[]): void {
@@ -109,7 +109,7 @@ function mergeVcsRepo(current: VcsRepo | null, input: VcsRepoInput, errors: ApiE
   };
   if (!next.identifier) errors.push(unprocessable('vcs-repo.identifier is required (for example "org/repo")', ptr('identifier')));
   else if (!/^[^\s/]+(\/[^\s/]+)+$/.test(next.identifier)) {
-    errors.push(unprocessable(`vcs-repo.identifier "${next.identifier}" must look like "org/repo"`, ptr('identifier')));
+    errors.push(unprocessable(`vcs-repo.identifier ${quoteValue(next.identifier)} must look like "org/repo"`, ptr('identifier')));
   }
   if (!next['oauth-token-id'] && !next['github-app-installation-id']) {
     errors.push(unprocessable('vcs-repo needs oauth-token-id (or github-app-installation-id)', ptr('oauth-token-id')));
@@ -121,7 +121,7 @@ function mergeVcsRepo(current: VcsRepo | null, input: VcsRepoInput, errors: ApiE
     try {
       new RegExp(next['tags-regex']);
     } catch {
-      errors.push(unprocessable(`vcs-repo.tags-regex "${next['tags-regex']}" is not a valid regular expression`, ptr('tags-regex')));
+      errors.push(unprocessable(`vcs-repo.tags-regex ${quoteValue(next['tags-regex'])} is not a valid regular expression`, ptr('tags-regex')));
     }
   }
   return next;
@@ -164,7 +164,7 @@ async function resolve(db: Queryable, org: OrganizationRow, current: WorkspaceRo
     if (!pool) errors.push(unprocessable('agent-pool-id is required when execution-mode is agent', ATTR('agent-pool-id')));
     else {
       const p = await getAgentPool(db, pool);
-      if (!p || p.organization_id !== org.id) errors.push(unprocessable(`agent-pool-id: "${pool}" is not an agent pool of this organization`, ATTR('agent-pool-id')));
+      if (!p || p.organization_id !== org.id) errors.push(unprocessable(`agent-pool-id: ${quoteValue(pool)} is not an agent pool of this organization`, ATTR('agent-pool-id')));
     }
   }
 
@@ -196,7 +196,7 @@ async function resolve(db: Queryable, org: OrganizationRow, current: WorkspaceRo
   };
 }
 
-const nameTaken = (name: string) => unprocessable(`name: "${name}" has already been taken`, ATTR('name'));
+const nameTaken = (name: string) => unprocessable(`name: ${quoteValue(name)} has already been taken`, ATTR('name'));
 
 export async function createWorkspace(
   deps: Deps,
@@ -273,8 +273,8 @@ export async function deleteWorkspace(deps: Deps, p: Principal, ctx: WorkspaceCo
     if ((current.resource_count ?? 0) > 0) {
       throw conflict(
         opts.safe
-          ? `workspace "${ws.name}" manages ${current.resource_count} resources; destroy them first, or delete the workspace without safe-delete`
-          : `workspace "${ws.name}" manages ${current.resource_count} resources; only organization owners may delete it unless the organization allows force deletes (allow-force-delete-workspaces)`,
+          ? `workspace ${quoteValue(ws.name)} manages ${current.resource_count} resources; destroy them first, or delete the workspace without safe-delete`
+          : `workspace ${quoteValue(ws.name)} manages ${current.resource_count} resources; only organization owners may delete it unless the organization allows force deletes (allow-force-delete-workspaces)`,
       );
     }
   }
@@ -305,7 +305,7 @@ export async function lockWorkspace(deps: Deps, p: Principal, ctx: WorkspaceCont
   const h = lockHolder(p);
   const now = rfc3339(deps.clock.now());
   // go-tfe maps 409 on this path to ErrWorkspaceLocked.
-  if (!(await lockIfUnlocked(deps.db, ctx.ws.id, h, reason, now))) throw conflict(`workspace "${ctx.ws.name}" is already locked`);
+  if (!(await lockIfUnlocked(deps.db, ctx.ws.id, h, reason, now))) throw conflict(`workspace ${quoteValue(ctx.ws.name)} is already locked`);
   deps.logger.info({ actor: principalLabel(p), workspace: ctx.ws.id }, 'workspace locked');
   return (await getWorkspaceById(deps.db, ctx.ws.id))!;
 }
@@ -314,9 +314,9 @@ export async function unlockWorkspace(deps: Deps, p: Principal, ctx: WorkspaceCo
   requireManage(ctx);
   const now = rfc3339(deps.clock.now());
   const ws = ctx.ws;
-  if (ws.locked !== 1) throw conflict(`workspace "${ws.name}" is already unlocked`);
+  if (ws.locked !== 1) throw conflict(`workspace ${quoteValue(ws.name)} is already unlocked`);
   if (!opts.force && !heldBy(ws, p)) {
-    throw conflict(`workspace "${ws.name}" is locked by someone else; only the lock holder may unlock it (or use actions/force-unlock)`);
+    throw conflict(`workspace ${quoteValue(ws.name)} is locked by someone else; only the lock holder may unlock it (or use actions/force-unlock)`);
   }
   // Terraform retries on this exact wording while its state upload is still in flight.
   if (!opts.force && (await latestVersionPending(deps.db, ws.id, now))) {
