@@ -59,10 +59,11 @@ export function stateRoutes(deps: Deps): Hono<AppEnv> {
   });
 
   app.get('/workspaces/:workspace_id/current-state-version-outputs', async (c) => {
+    // Paging is checked first: the same 400 whether or not the caller may see the workspace.
+    const page = parsePage(c);
     const sv = await currentOutputsVersion(deps, requirePrincipal(c), c.req.param('workspace_id'));
     if (!sv) return jsonApi(c, { data: [] });
     // Terraform reads this once and never pages: without page parameters, every output.
-    const page = parsePage(c);
     if (!page.explicit) return jsonApi(c, { data: (await listOutputs(deps.db, sv.id)).map((o) => serializeOutput(deps, o, false)) });
     const rows = await listOutputs(deps.db, sv.id, { limit: page.size, offset: page.offset });
     const paging = pageLinksAndMeta(c, deps.config.publicUrl, page, await countOutputs(deps.db, sv.id));
