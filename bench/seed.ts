@@ -19,7 +19,7 @@ import { migrate, openSqlite } from '../src/db/index.js';
 import type { RegistryModulesTable, RegistryModuleVersionsTable } from '../src/db/schema.js';
 import { hashToken } from '../src/identity/tokens.js';
 import type { ModuleContents, ModuleInfo } from '../src/registry/inspect/model.js';
-import { blobKeyFor } from '../src/registry/service.js';
+import { moduleArchiveKey } from '../src/blobs/layout.js';
 import { refreshModuleCache } from '../src/registry/store.js';
 import { READER_TOKEN, REPO_ROOT, log, parseFlags } from './common.js';
 
@@ -321,7 +321,7 @@ export async function seedDataDir(dataDir: string, opts: SeedOptions = DEFAULT_S
             const tarball = tarballs[(versionCount + i) % tarballs.length]!;
             const published = iso((versions.length - i) * 20 * DAY + Math.floor(rnd() * DAY));
             const id = seedId('modver', versionCount + i, rnd);
-            const blobKey = blobKeyFor(m, id);
+            const blobKey = moduleArchiveKey(m.organization_id, m.id, id);
             linkBlob(blobKey, tarball.file);
             rows.push({
               id,

@@ -1,4 +1,5 @@
 import type { Tx } from '../db/index.js';
+import { organizationPrefixes } from '../blobs/layout.js';
 import type { Deps } from '../deps.js';
 import type { OrganizationRow } from './access.js';
 
@@ -33,13 +34,8 @@ export function registerOrganizationDeleteHook(fn: OrgDeleteHook): void {
   if (!deleteHooks.includes(fn)) deleteHooks.push(fn);
 }
 
-/** Blob prefixes that belong to one organization; everything under them goes with it. */
-export function organizationBlobPrefixes(organizationId: string): string[] {
-  return [`organizations/${organizationId}/`, `modules/${organizationId}/`];
-}
-
 export async function runOrganizationDeleteHooks(deps: Deps, org: OrganizationRow): Promise<void> {
-  for (const prefix of organizationBlobPrefixes(org.id)) {
+  for (const prefix of organizationPrefixes(org.id)) {
     try {
       for await (const b of deps.blobs.list(prefix)) await deps.blobs.delete(b.key);
     } catch (err) {

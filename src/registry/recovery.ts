@@ -1,4 +1,6 @@
+import { MODULES_PREFIX } from '../blobs/layout.js';
 import { rfc3339 } from '../clock.js';
+import { unclaimedTokenHash } from '../db/upload-claims.js';
 import type { Deps } from '../deps.js';
 
 /**
@@ -19,7 +21,8 @@ export async function recoverRegistry(deps: Deps): Promise<{ resetUploads: numbe
     if (v.blob_key) await deps.blobs.delete(v.blob_key);
     await deps.db
       .updateTable('registry_module_versions')
-      .set({ status: 'pending', blob_key: null, updated_at: rfc3339(deps.clock.now()) })
+      // The URL works again: its claim marker gives the token's hash back.
+      .set({ status: 'pending', blob_key: null, upload_token_hash: unclaimedTokenHash('module'), updated_at: rfc3339(deps.clock.now()) })
       .where('id', '=', v.id)
       .where('status', '=', 'uploading')
       .execute();
@@ -31,7 +34,7 @@ export async function recoverRegistry(deps: Deps): Promise<{ resetUploads: numbe
     (await deps.db.selectFrom('registry_module_versions').select('blob_key').where('blob_key', 'is not', null).execute()).map((r) => r.blob_key),
   );
   let orphansRemoved = 0;
-  for await (const blob of deps.blobs.list('modules/')) {
+  for await (const blob of deps.blobs.list(MODULES_PREFIX)) {
     if (referenced.has(blob.key)) continue;
     await deps.blobs.delete(blob.key);
     orphansRemoved++;

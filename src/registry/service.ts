@@ -1,7 +1,9 @@
 import type { Readable } from 'node:stream';
+import { moduleArchiveKey } from '../blobs/layout.js';
 import { BlobTooLargeError } from '../blobs/types.js';
 import { rfc3339 } from '../clock.js';
 import { inTransaction, isUniqueViolation } from '../db/index.js';
+import { claimUpload, consumeUpload, releaseUpload } from '../db/upload-claims.js';
 import type { Deps } from '../deps.js';
 import { authorize } from '../http/authorized.js';
 import { ApiError, conflict, notFound, payloadTooLarge, quoteValue, unprocessable } from '../http/errors.js';
@@ -83,10 +85,6 @@ export async function manageableModule(
   const module = namespace.toLowerCase() === org.name_lower ? await findModule(deps.db, namespace, name, provider) : undefined;
   if (!module) throw notFound(`no module ${namespace}/${name}/${provider} in organization ${org.name}`);
   return { org, module };
-}
-
-export function blobKeyFor(module: { organization_id: string; id: string }, versionId: string): string {
-  return `modules/${module.organization_id}/${module.id}/${versionId}.tar.gz`;
 }
 
 export async function createModule(
@@ -192,31 +190,34 @@ export async function createVersion(
  */
 export async function receiveUpload(deps: Deps, token: string, body: Readable, contentLength: number | null): Promise<VersionRow> {
   const now = rfc3339(deps.clock.now());
+  const tokenHash = hashToken(token);
   const invalid = () => notFound('this upload URL is invalid, has expired, or was already used');
   const claimed = await inTransaction(deps.db, async (tx) => {
     const row = await tx
       .selectFrom('registry_module_versions')
-      .selectAll()
-      .where('upload_token_hash', '=', hashToken(token))
+      .innerJoin('registry_modules', 'registry_modules.id', 'registry_module_versions.module_id')
+      .select(['registry_module_versions.id', 'registry_module_versions.module_id', 'registry_modules.organization_id'])
+      .where('registry_module_versions.upload_token_hash', '=', tokenHash)
       .executeTakeFirst();
-    if (!row || row.status !== 'pending' || !row.upload_expires_at || row.upload_expires_at <= now) return null;
-    const module = await tx.selectFrom('registry_modules').select(['id', 'organization_id']).where('id', '=', row.module_id).executeTakeFirstOrThrow();
-    const blobKey = blobKeyFor(module, row.id);
-    // The claim makes the URL single-use: a second PUT finds the row no longer pending.
-    await tx.updateTable('registry_module_versions').set({ status: 'uploading', blob_key: blobKey, updated_at: now }).where('id', '=', row.id).execute();
-    return { ...row, blob_key: blobKey };
+    if (!row) return undefined;
+    const blobKey = moduleArchiveKey(row.organization_id, row.module_id, row.id);
+    // While it is uploading the version is "uploading" (start-up recovery returns it to pending).
+    const before = await claimUpload(tx, 'module', tokenHash, now, { status: 'uploading', blob_key: blobKey, updated_at: now });
+    return before && { ...before, blob_key: blobKey };
   });
-  if (!claimed) throw invalid();
+  if (!claimed) {
+    body.resume();
+    throw invalid();
+  }
   const blobKey = claimed.blob_key;
   const max = deps.config.maxArchiveBytes;
 
+  /** A broken-off transfer gives the URL back; a refused archive marks the version errored. */
   const fail = async (status: 'pending' | 'errored', reason: string | null, err: ApiError): Promise<never> => {
     await deps.blobs.delete(blobKey).catch((e) => deps.logger.warn({ err: e, blobKey }, 'could not remove a failed upload'));
-    await deps.db
-      .updateTable('registry_module_versions')
-      .set({ status, error: reason, blob_key: null, updated_at: rfc3339(deps.clock.now()) })
-      .where('id', '=', claimed.id)
-      .execute();
+    const set = { status, error: reason, blob_key: null, updated_at: rfc3339(deps.clock.now()) };
+    if (status === 'pending') await releaseUpload(deps.db, 'module', claimed.id, tokenHash, set);
+    else await consumeUpload(deps.db, 'module', claimed.id, tokenHash, set);
     throw err;
   };
 
@@ -275,24 +276,18 @@ export async function receiveUpload(deps: Deps, token: string, body: Readable, c
 
   const published = rfc3339(deps.clock.now());
   const done = await inTransaction(deps.db, async (tx) => {
-    const res = await tx
-      .updateTable('registry_module_versions')
-      .set({
-        status: 'ok',
-        error: null,
-        size: put.size,
-        sha256: put.sha256,
-        upload_token_hash: null,
-        published_at: published,
-        updated_at: published,
-        contents: JSON.stringify(inspected.contents),
-        warnings: JSON.stringify([...new Set(inspected.warnings)].slice(0, MAX_WARNINGS)),
-        description: claimed.description || inspected.summary || null,
-      })
-      .where('id', '=', claimed.id)
-      .where('status', '=', 'uploading')
-      .executeTakeFirst();
-    if (Number(res.numUpdatedRows) !== 1) return false;
+    const used = await consumeUpload(tx, 'module', claimed.id, tokenHash, {
+      status: 'ok',
+      error: null,
+      size: put.size,
+      sha256: put.sha256,
+      published_at: published,
+      updated_at: published,
+      contents: JSON.stringify(inspected.contents),
+      warnings: JSON.stringify([...new Set(inspected.warnings)].slice(0, MAX_WARNINGS)),
+      description: claimed.description || inspected.summary || null,
+    });
+    if (!used) return false;
     await refreshModuleCache(tx, claimed.module_id, published);
     return true;
   });

@@ -5,6 +5,7 @@ import { BlobTooLargeError } from '../blobs/types.js';
 import { rfc3339 } from '../clock.js';
 import { inTransaction, type Queryable } from '../db/index.js';
 import type { WorkspaceRow } from '../db/rows.js';
+import { claimUpload, consumeUpload, releaseUpload } from '../db/upload-claims.js';
 import type { Deps } from '../deps.js';
 import { ApiError, conflict, notFound, payloadTooLarge, quoteValue, unprocessable } from '../http/errors.js';
 import { principalLabel, type Principal } from '../identity/principal.js';
@@ -279,21 +280,9 @@ async function streamInto(deps: Deps, key: string, body: Readable, contentLength
  */
 export async function receiveStateUpload(deps: Deps, token: string, body: Readable, contentLength: number | null): Promise<StateVersionRow> {
   const h = hashToken(token);
-  const now = rfc3339(deps.clock.now());
-  const claimed = await deps.db
-    .updateTable('state_versions')
-    .set({ upload_token_hash: null })
-    .where('upload_token_hash', '=', h)
-    .where('status', '=', 'pending')
-    .where('upload_expires_at', '>', now)
-    .returningAll()
-    .executeTakeFirst();
-  if (!claimed) {
-    body.resume();
-    throw invalidUrl();
-  }
-  const ws = await getWorkspaceById(deps.db, claimed.workspace_id);
-  if (!ws) {
+  const claimed = await claimUpload(deps.db, 'state', h, rfc3339(deps.clock.now()));
+  const ws = claimed ? await getWorkspaceById(deps.db, claimed.workspace_id) : undefined;
+  if (!claimed || !ws) {
     body.resume();
     throw invalidUrl();
   }
@@ -309,7 +298,7 @@ export async function receiveStateUpload(deps: Deps, token: string, body: Readab
 
   const put = await streamInto(deps, key, body, contentLength, 'state file');
   if (put.error === 'interrupted') {
-    await deps.db.updateTable('state_versions').set({ upload_token_hash: h }).where('id', '=', claimed.id).where('status', '=', 'pending').execute();
+    await releaseUpload(deps.db, 'state', claimed.id, h);
     throw put.err;
   }
   if (put.error === 'rejected') return reject(put.err);
@@ -334,13 +323,15 @@ export async function receiveStateUpload(deps: Deps, token: string, body: Readab
     if (!fresh) return 'gone';
     const refusal = claimed.force === 1 ? null : successionError(await currentOf(tx, fresh), claimed.serial, header.lineage);
     if (refusal) return refusal;
-    const res = await tx
-      .updateTable('state_versions')
-      .set({ status: 'finalized', size: put.size, lineage: header.lineage, state_format_version: header.version, blob_key: key, finalized_at: rfc3339(finalizedAt) })
-      .where('id', '=', claimed.id)
-      .where('status', '=', 'pending')
-      .executeTakeFirst();
-    if (Number(res.numUpdatedRows) !== 1) return 'gone';
+    const used = await consumeUpload(tx, 'state', claimed.id, h, {
+      status: 'finalized',
+      size: put.size,
+      lineage: header.lineage,
+      state_format_version: header.version,
+      blob_key: key,
+      finalized_at: rfc3339(finalizedAt),
+    });
+    if (!used) return 'gone';
     await setCurrentStateVersion(tx, ws.id, claimed.id, rfc3339(finalizedAt));
     await enqueue(tx, PROCESS_STATE_VERSION, { stateVersionId: claimed.id }, finalizedAt);
     return 'finalized';
@@ -362,35 +353,29 @@ export async function receiveStateUpload(deps: Deps, token: string, body: Readab
  */
 export async function receiveJsonStateUpload(deps: Deps, token: string, body: Readable, contentLength: number | null): Promise<StateVersionRow> {
   const h = hashToken(token);
-  const now = rfc3339(deps.clock.now());
-  const claimed = await deps.db
-    .updateTable('state_versions')
-    .set({ json_upload_token_hash: null })
-    .where('json_upload_token_hash', '=', h)
-    .where('upload_expires_at', '>', now)
-    .returningAll()
-    .executeTakeFirst();
+  const claimed = await claimUpload(deps.db, 'state-json', h, rfc3339(deps.clock.now()));
   const ws = claimed ? await getWorkspaceById(deps.db, claimed.workspace_id) : undefined;
   if (!claimed || !ws) {
     body.resume();
     throw invalidUrl();
   }
   const key = stateBlobKeys(ws, claimed.id).jsonState;
+  // Refused or broken off, the bytes go and the URL is given back as it was.
+  const giveBack = async (err: ApiError): Promise<never> => {
+    await deleteBlobs(deps, [key]);
+    await releaseUpload(deps.db, 'state-json', claimed.id, h);
+    throw err;
+  };
   const put = await streamInto(deps, key, body, contentLength, 'JSON state');
-  if (put.error === 'interrupted') {
-    await deps.db.updateTable('state_versions').set({ json_upload_token_hash: h }).where('id', '=', claimed.id).execute();
-    throw put.err;
-  }
-  if (put.error === 'rejected') throw put.err;
+  if (put.error !== null) return giveBack(put.err);
   try {
     await assertJsonObject(await deps.blobs.get(key));
   } catch (err) {
-    await deleteBlobs(deps, [key]);
-    if (err instanceof StateFormatError) throw unprocessable(`the JSON state is not usable: ${err.message}`);
+    if (err instanceof StateFormatError) return giveBack(unprocessable(`the JSON state is not usable: ${err.message}`));
+    await releaseUpload(deps.db, 'state-json', claimed.id, h);
     throw err;
   }
-  const res = await deps.db.updateTable('state_versions').set({ json_state_blob_key: key }).where('id', '=', claimed.id).executeTakeFirst();
-  if (Number(res.numUpdatedRows) !== 1) {
+  if (!(await consumeUpload(deps.db, 'state-json', claimed.id, h, { json_state_blob_key: key }))) {
     await deleteBlobs(deps, [key]);
     throw invalidUrl();
   }

@@ -1,4 +1,5 @@
 import type { Selectable } from 'kysely';
+import { stateVersionKeys } from '../blobs/layout.js';
 import type { Queryable } from '../db/index.js';
 import type { StateVersionOutputsTable } from '../db/schema.js';
 import type { StateVersionRow } from '../db/rows.js';
@@ -51,8 +52,7 @@ export async function getOutput(db: Queryable, id: string): Promise<OutputRow | 
 
 /** Where a state version's bytes live: under its workspace, under its organization. */
 export function stateBlobKeys(ws: { id: string; organization_id: string }, svId: string) {
-  const base = `organizations/${ws.organization_id}/workspaces/${ws.id}/state-versions/${svId}`;
-  return { state: `${base}.json`, jsonState: `${base}-json-state.json`, jsonOutputs: `${base}-json-outputs.json` };
+  return stateVersionKeys(ws.organization_id, ws.id, svId);
 }
 
 export function blobKeysOf(sv: Pick<StateVersionRow, 'blob_key' | 'json_state_blob_key' | 'json_outputs_blob_key'>): string[] {

@@ -1,3 +1,4 @@
+import { workspacePrefix } from '../blobs/layout.js';
 import { rfc3339 } from '../clock.js';
 import { isUniqueViolation, type Queryable } from '../db/index.js';
 import type { Deps } from '../deps.js';
@@ -253,7 +254,7 @@ export async function updateWorkspace(deps: Deps, p: Principal, ctx: WorkspaceCo
 
 /** Blob prefix holding everything of one workspace (under its organization's, so deleting that covers it). */
 export function workspaceBlobPrefix(ws: { id: string; organization_id: string }): string {
-  return `organizations/${ws.organization_id}/workspaces/${ws.id}/`;
+  return workspacePrefix(ws.organization_id, ws.id);
 }
 
 /**
