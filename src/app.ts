@@ -8,6 +8,7 @@ import { authorizationScope } from './http/authorized.js';
 import { ApiError, MAX_QUOTED_CHARS, notFound, payloadTooLarge, truncate } from './http/errors.js';
 import { isRegistryPath, renderError } from './http/surface.js';
 import { identityRoutes } from './identity/routes.js';
+import { loggablePath } from './logger.js';
 import { createMetrics } from './ops/metrics.js';
 import { opsRoutes } from './ops/routes.js';
 import { membershipRoutes } from './organizations/membership-routes.js';
@@ -27,11 +28,6 @@ const TFE_HEADERS: Record<string, string> = {
   'TFP-AppName': 'Terrace',
   'X-RateLimit-Limit': '30',
 };
-
-/** Capability URLs carry secrets in their path: log them without it. */
-function loggablePath(path: string): string {
-  return path.replace(/^(\/(?:archives|uploads|state-files)\/[^/]+\/)[^/]+/, '$1[redacted]');
-}
 
 export function createApp(deps: Deps): Hono<AppEnv> {
   const app = new Hono<AppEnv>();

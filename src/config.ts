@@ -36,6 +36,19 @@ export interface Config {
     proxyDownloads: boolean;
   };
   shutdownTimeoutMs: number;
+  /** Connection limits and timeouts of the listener (HTTP and HTTPS alike). */
+  http: {
+    /** Longest wait for a request's headers once its connection has sent its first byte. */
+    headersTimeoutMs: number;
+    /** A request whose body sends no byte for this long is closed. Moving uploads are never cut. */
+    bodyIdleTimeoutMs: number;
+    /** Longest time to receive a whole request (headers and body); 0 turns it off. Upload URLs are exempt. */
+    requestTimeoutMs: number;
+    /** How long an idle keep-alive connection stays open. */
+    keepAliveTimeoutMs: number;
+    /** Open connections beyond this are closed as they arrive. */
+    maxConnections: number;
+  };
   /** Installation default data retention (delete data older than N days); undefined = none. */
   dataRetentionDays: number | undefined;
   /** How often the data retention sweep runs. */
@@ -171,6 +184,13 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): Config 
       proxyDownloads: bool(env, 'TERRACE_S3_PROXY_DOWNLOADS', false),
     },
     shutdownTimeoutMs: int(env, 'TERRACE_SHUTDOWN_TIMEOUT_MS', 10_000, 0, 600_000),
+    http: {
+      headersTimeoutMs: int(env, 'TERRACE_HEADERS_TIMEOUT_MS', 30_000, 100, 600_000),
+      bodyIdleTimeoutMs: int(env, 'TERRACE_BODY_IDLE_TIMEOUT_MS', 30_000, 100, 3_600_000),
+      requestTimeoutMs: int(env, 'TERRACE_REQUEST_TIMEOUT_MS', 300_000, 0, 86_400_000),
+      keepAliveTimeoutMs: int(env, 'TERRACE_KEEP_ALIVE_TIMEOUT_MS', 5_000, 100, 600_000),
+      maxConnections: int(env, 'TERRACE_MAX_CONNECTIONS', 1_000, 1, 1_000_000),
+    },
     dataRetentionDays:
       str(env, 'TERRACE_DATA_RETENTION_DAYS') === undefined ? undefined : int(env, 'TERRACE_DATA_RETENTION_DAYS', 0, 1, 36_500),
     retentionSweepIntervalSeconds: int(env, 'TERRACE_RETENTION_SWEEP_INTERVAL', 3600, 60, 7 * 24 * 3600),

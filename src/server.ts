@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import { createServer as createHttpsServer } from 'node:https';
+import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { serve, type ServerType } from '@hono/node-server';
@@ -9,6 +10,7 @@ import { systemClock, type Clock } from './clock.js';
 import type { Config } from './config.js';
 import { migrate, openSqlite } from './db/index.js';
 import type { Deps } from './deps.js';
+import { guardConnections } from './http/connection-guard.js';
 import { ensureAdminToken } from './identity/bootstrap.js';
 import { jobHandlers, recurringJobs, registerDomainHooks } from './domains.js';
 import { JobRunner } from './jobs/runner.js';
@@ -59,6 +61,8 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   if (config.jobsEnabled) jobs.start();
   const app = createApp(deps);
 
+  // How often Node checks headers deadlines (its default, 30 s, would make a short one meaningless).
+  const connectionsCheckingInterval = Math.max(50, Math.min(1000, Math.floor(config.http.headersTimeoutMs / 4)));
   const server: ServerType = await new Promise((resolve, reject) => {
     const s = serve(
       {
@@ -68,14 +72,15 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
         ...(config.tlsCert && config.tlsKey
           ? {
               createServer: createHttpsServer,
-              serverOptions: { cert: fs.readFileSync(config.tlsCert), key: fs.readFileSync(config.tlsKey) },
+              serverOptions: { cert: fs.readFileSync(config.tlsCert), key: fs.readFileSync(config.tlsKey), connectionsCheckingInterval },
             }
-          : {}),
+          : { serverOptions: { connectionsCheckingInterval } }),
       },
       () => resolve(s),
     );
     s.once('error', reject);
   });
+  const unguard = guardConnections(server as Server, config.http, logger);
   const addr = server.address() as AddressInfo;
   const host = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
   const url = `${config.tlsCert ? 'https' : 'http'}://${host}:${addr.port}`;
@@ -101,6 +106,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
         });
         closeIdle();
       });
+      unguard();
       await jobs.stop();
       await store.close();
     })();
