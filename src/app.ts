@@ -5,6 +5,7 @@ import { requestId } from 'hono/request-id';
 import type { Deps } from './deps.js';
 import { authenticate, type AppEnv } from './http/auth.js';
 import { authorizationScope } from './http/authorized.js';
+import { clientClosed } from './http/body.js';
 import { ApiError, MAX_QUOTED_CHARS, notFound, payloadTooLarge, truncate } from './http/errors.js';
 import { isRegistryPath, renderError } from './http/surface.js';
 import { identityRoutes } from './identity/routes.js';
@@ -93,6 +94,12 @@ export function createApp(deps: Deps): Hono<AppEnv> {
   });
 
   app.onError((err, c) => {
+    // Whatever the handler made of it, a client that went away is not a server error: no stack,
+    // no 5xx. 499 (nginx's "client closed request") is what the access log and metrics record.
+    if (clientClosed(c, err)) {
+      log.info({ reqId: c.get('requestId'), method: c.req.method, path: loggablePath(c.req.path) }, 'client closed the connection before the request completed');
+      return renderError(c, new ApiError(499, 'client closed request', 'the client closed the connection before the request completed'));
+    }
     if (err instanceof ApiError) return renderError(c, err);
     if (err instanceof HTTPException && err.status < 500) {
       return renderError(c, new ApiError(err.status, 'bad request', err.message || 'the request could not be processed'));

@@ -100,10 +100,35 @@ export async function readIdentifiers(c: Context, type: string): Promise<string[
   });
 }
 
+// The request each streamed body belongs to, so a service can tell a client that went away
+// from a store that failed without being handed the request.
+const bodySignals = new WeakMap<Readable, AbortSignal>();
+
 /** The raw request body as a Node stream, for uploads that go straight to the blob store. */
 export function requestBody(c: Context): Readable {
   assertMayReadBody();
-  return c.req.raw.body ? Readable.fromWeb(c.req.raw.body as ReadableStream) : Readable.from([]);
+  const body = c.req.raw.body ? Readable.fromWeb(c.req.raw.body as ReadableStream) : Readable.from([]);
+  bodySignals.set(body, c.req.raw.signal);
+  return body;
+}
+
+/** Node's error on a request whose connection closed before its body was complete. */
+function isIncomingAbort(err: unknown): boolean {
+  for (let e = err, depth = 0; e && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
+    const x = e as { code?: unknown; message?: unknown };
+    if (x.code === 'ECONNRESET' && x.message === 'aborted') return true;
+  }
+  return false;
+}
+
+/** True when the client closed the connection before the request was complete: not a server error. */
+export function clientClosed(c: Context, err?: unknown): boolean {
+  return c.req.raw.signal.aborted || isIncomingAbort(err);
+}
+
+/** The same question about a body from requestBody(), for services that stream it. */
+export function clientClosedBody(body: Readable, err?: unknown): boolean {
+  return bodySignals.get(body)?.aborted === true || isIncomingAbort(err);
 }
 
 /** The Content-Length the client declared, or null when absent or not a number. */

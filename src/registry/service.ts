@@ -6,6 +6,7 @@ import { inTransaction, isUniqueViolation } from '../db/index.js';
 import { claimUpload, consumeUpload, releaseUpload } from '../db/upload-claims.js';
 import type { Deps } from '../deps.js';
 import { authorize } from '../http/authorized.js';
+import { clientClosedBody } from '../http/body.js';
 import { ApiError, conflict, notFound, payloadTooLarge, quoteValue, unprocessable } from '../http/errors.js';
 import { principalLabel, type Principal } from '../identity/principal.js';
 import { generateToken, hashToken } from '../identity/tokens.js';
@@ -234,8 +235,8 @@ export async function receiveUpload(deps: Deps, token: string, body: Readable, c
       const msg = `the archive is over the limit of ${max} bytes (TERRACE_MAX_ARCHIVE_BYTES)`;
       return fail('errored', msg, payloadTooLarge(msg));
     }
-    // The client went away or the store failed: the URL stays usable until it expires.
-    deps.logger.warn({ err, version: claimed.id }, 'module upload interrupted');
+    // The client went away (logged as such by the app) or the store failed: the URL stays usable.
+    if (!clientClosedBody(body, err)) deps.logger.warn({ err, version: claimed.id }, 'module upload interrupted');
     return fail('pending', null, new ApiError(400, 'upload interrupted', 'the upload did not complete; retry the PUT'));
   }
   if (contentLength !== null && put.size !== contentLength) {

@@ -7,6 +7,7 @@ import { inTransaction, type Queryable } from '../db/index.js';
 import type { WorkspaceRow } from '../db/rows.js';
 import { claimUpload, consumeUpload, releaseUpload } from '../db/upload-claims.js';
 import type { Deps } from '../deps.js';
+import { clientClosedBody } from '../http/body.js';
 import { ApiError, conflict, notFound, payloadTooLarge, quoteValue, unprocessable } from '../http/errors.js';
 import { principalLabel, type Principal } from '../identity/principal.js';
 import { generateToken, hashToken } from '../identity/tokens.js';
@@ -267,7 +268,7 @@ async function streamInto(deps: Deps, key: string, body: Readable, contentLength
     if (err instanceof BlobTooLargeError) {
       return { error: 'rejected' as const, err: payloadTooLarge(`the ${what} is over the limit of ${max} bytes (TERRACE_MAX_STATE_BYTES)`) };
     }
-    deps.logger.warn({ err, key }, 'state upload interrupted');
+    if (!clientClosedBody(body, err)) deps.logger.warn({ err, key }, 'state upload interrupted');
     return { error: 'interrupted' as const, err: new ApiError(400, 'upload interrupted', 'the upload did not complete; retry the PUT') };
   }
 }

@@ -3,6 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { ManualClock, type Clock } from '../../src/clock.js';
 import { loadConfig } from '../../src/config.js';
+import type { Logger } from '../../src/logger.js';
 import { startServer, type RunningServer } from '../../src/server.js';
 
 export const ADMIN_TOKEN = 'test-admin-token-0123456789abcdef';
@@ -43,7 +44,7 @@ export function tempDir(prefix = 'terrace-test-'): string {
  */
 export async function startTestServer(
   env: Record<string, string> = {},
-  opts: { dataDir?: string; clock?: Clock } = {},
+  opts: { dataDir?: string; clock?: Clock; logger?: Logger } = {},
 ): Promise<TestServer> {
   const dataDir = opts.dataDir ?? tempDir();
   const config = loadConfig({
@@ -54,7 +55,7 @@ export async function startTestServer(
     ...env,
   });
   const clock = opts.clock ?? new ManualClock(new Date());
-  const running = await startServer(config, { clock });
+  const running = await startServer(config, { clock, logger: opts.logger });
   const url = running.url;
   return {
     url,
