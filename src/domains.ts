@@ -1,5 +1,5 @@
 import type { Config } from './config.js';
-import type { JobHandler, RecurringJob } from './jobs/runner.js';
+import type { JobHandler, JobKind, RecurringJob } from './jobs/runner.js';
 import { registerOrganizationCreateHook } from './organizations/hooks.js';
 import { retentionSweepJob, RETENTION_SWEEP, registerRetentionParticipant, sweepRetention } from './organizations/retention-sweep.js';
 import { stateJobHandlers } from './state/processing.js';
@@ -17,7 +17,7 @@ export function registerDomainHooks(): void {
 }
 
 /** Every job kind this build knows, by domain. A runner claims only kinds listed here. */
-export function jobHandlers(): Record<string, JobHandler> {
+export function jobHandlers(): Record<string, JobHandler | JobKind> {
   return { ...stateJobHandlers, [RETENTION_SWEEP]: sweepRetention };
 }
 

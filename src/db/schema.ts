@@ -194,6 +194,7 @@ export interface StateVersionsTable {
   size: number | null;
   state_format_version: number | null;
   terraform_version: string | null;
+  /** 0 while its processing job is pending, 1 once outputs are extracted, 2 when that failed for good. */
   resources_processed: number;
   resource_count: number | null;
   blob_key: string | null;

@@ -13,6 +13,22 @@ export type JobHandler = (deps: Deps, payload: unknown, job: JobRow) => Promise<
 /** A failure that retrying cannot fix: the job is parked with its error instead of rescheduled. */
 export class PermanentJobError extends Error {}
 
+/**
+ * Tells a job's domain that the job failed for good (a permanent error, its last attempt, or a
+ * process that died during its last attempt), so what waits on the job can say so instead of
+ * waiting for ever. Runs once per failed job, after the row is marked failed.
+ */
+export type JobFailureHook = (deps: Deps, payload: unknown, job: JobRow, lastError: string) => Promise<void>;
+
+/** A job kind: its handler and, for work something waits on, what to do when it fails for good. */
+export interface JobKind {
+  run: JobHandler;
+  failed?: JobFailureHook;
+}
+
+/** A failed job keeps its row (and last_error) for operators; this run_at marks it as done failing. */
+export const FAILED_RUN_AT = '9999-12-31T23:59:59.999Z';
+
 export interface JobRunnerOptions {
   /** How long a claim holds before another runner may take the job over (a crashed holder). */
   leaseMs?: number;
@@ -77,6 +93,7 @@ export function wakeJobs(db: Db): void {
 
 export class JobRunner {
   private readonly opts: typeof DEFAULTS;
+  private readonly kinds: Record<string, JobKind>;
   private started = false;
   private timer: NodeJS.Timeout | null = null;
   private inFlight: Promise<void> | null = null;
@@ -85,10 +102,11 @@ export class JobRunner {
 
   constructor(
     private readonly deps: Deps,
-    private readonly handlers: Record<string, JobHandler>,
+    handlers: Record<string, JobHandler | JobKind>,
     opts: JobRunnerOptions = {},
   ) {
     this.opts = { ...DEFAULTS, ...opts };
+    this.kinds = Object.fromEntries(Object.entries(handlers).map(([k, h]) => [k, typeof h === 'function' ? { run: h } : h]));
   }
 
   /**
@@ -140,6 +158,7 @@ export class JobRunner {
 
   /** Runs every job that is due now, one after another; resolves with how many ran. For tests and start-up. */
   async runDue(): Promise<number> {
+    await this.failExhausted();
     let n = 0;
     for (;;) {
       const job = await this.claim();
@@ -175,7 +194,7 @@ export class JobRunner {
    * runners (processes or instances) racing for one row, exactly one sees it change.
    */
   private async claim(): Promise<JobRow | undefined> {
-    const kinds = Object.keys(this.handlers);
+    const kinds = Object.keys(this.kinds);
     if (kinds.length === 0) return undefined;
     for (let tries = 0; tries < 5; tries++) {
       const nowDate = this.deps.clock.now();
@@ -224,7 +243,7 @@ export class JobRunner {
     }, Math.max(1000, Math.floor(this.opts.leaseMs / 3)));
     heartbeat.unref?.();
     try {
-      const handler = this.handlers[job.kind];
+      const handler = this.kinds[job.kind]?.run;
       if (!handler) throw new PermanentJobError(`no handler for job kind ${job.kind}`);
       let payload: unknown;
       try {
@@ -263,8 +282,65 @@ export class JobRunner {
         })
         .where('id', '=', job.id)
         .execute();
-      if (permanent) log.error({ err }, 'job failed for good; it stays in the jobs table with its last error');
+      if (permanent) await this.failExhausted(job.id);
       else log.warn({ err, retryAt: runAt }, 'job failed; it will be retried');
+    }
+  }
+
+  /**
+   * Fails for good every job that has used its attempts and is not held (or only the one given):
+   * its last run threw for good, or its process died during the last attempt, which nothing else
+   * would ever notice. Each is logged at error with its id, kind and last error, its row keeps
+   * that error and is marked failed (FAILED_RUN_AT), and its kind's failure hook runs, once: the
+   * conditional UPDATE decides which runner does it. A recurring job is put back for its next
+   * run instead, as after any failure of one.
+   */
+  private async failExhausted(onlyId?: string): Promise<void> {
+    const kinds = Object.keys(this.kinds);
+    if (kinds.length === 0) return;
+    const now = rfc3339(this.deps.clock.now());
+    const rows = await this.deps.db
+      .selectFrom('jobs')
+      .selectAll()
+      .where('kind', 'in', kinds)
+      .where('attempts', '>=', this.opts.maxAttempts)
+      .where('run_at', '!=', FAILED_RUN_AT)
+      .where((eb) => eb.or([eb('locked_until', 'is', null), eb('locked_until', '<', now)]))
+      .$if(onlyId !== undefined, (q) => q.where('id', '=', onlyId!))
+      .limit(100)
+      .execute();
+    for (const job of rows) {
+      const lastError = job.last_error ?? 'the process running its last attempt stopped before it finished';
+      const recurring = this.recurringOf(job);
+      if (recurring) {
+        const next = await this.reschedule(job, recurring, lastError, false);
+        this.deps.logger.error({ job: job.id, kind: job.kind, lastError, nextRunAt: next }, 'recurring job failed for good this time; its next run resumes it');
+        continue;
+      }
+      const res = await this.deps.db
+        .updateTable('jobs')
+        .set({ run_at: FAILED_RUN_AT, locked_until: null, last_error: lastError })
+        .where('id', '=', job.id)
+        .where('run_at', '=', job.run_at)
+        .executeTakeFirst();
+      if (Number(res.numUpdatedRows) !== 1) continue;
+      this.deps.logger.error(
+        { job: job.id, kind: job.kind, attempts: job.attempts, lastError },
+        'job failed permanently: it will not be retried; its row keeps the last error',
+      );
+      const hook = this.kinds[job.kind]?.failed;
+      if (!hook) continue;
+      let payload: unknown = null;
+      try {
+        payload = JSON.parse(job.payload);
+      } catch {
+        // The hook gets null and decides.
+      }
+      try {
+        await hook(this.deps, payload, { ...job, run_at: FAILED_RUN_AT, last_error: lastError }, lastError);
+      } catch (err) {
+        this.deps.logger.error({ err, job: job.id, kind: job.kind }, 'the failure hook of a failed job failed');
+      }
     }
   }
 

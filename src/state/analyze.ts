@@ -7,6 +7,37 @@ import { quoteValue } from '../http/errors.js';
 /** The state file (or JSON document) is not what it must be; the message says what is wrong. */
 export class StateFormatError extends Error {}
 
+/**
+ * How deep objects and arrays may nest in a state document (state file, JSON state, JSON outputs).
+ * Real states stay far below it (resource attributes and output values a few dozen levels at
+ * most); a state nested 20,000 levels deep is an attack on every recursive step after intake.
+ * Checked while streaming, so the refusal costs no more than reading to that depth.
+ */
+export const MAX_STATE_JSON_DEPTH = 256;
+
+const tooDeep = () =>
+  new StateFormatError(`it nests objects and arrays deeper than ${MAX_STATE_JSON_DEPTH} levels, the limit Terrace accepts for state documents`);
+
+/**
+ * Throws StateFormatError when the JSON text in buf nests deeper than MAX_STATE_JSON_DEPTH. A
+ * byte scan without recursion (strings skipped, escapes honoured): run it before JSON.parse or
+ * anything else that walks the document recursively.
+ */
+export function assertJsonDepth(buf: Buffer): void {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < buf.length; i++) {
+    const b = buf[i]!;
+    if (inString) {
+      if (b === 0x5c) i++; // backslash: skip the escaped byte
+      else if (b === 0x22) inString = false;
+    } else if (b === 0x22) inString = true;
+    else if (b === 0x7b || b === 0x5b) {
+      if (++depth > MAX_STATE_JSON_DEPTH) throw tooDeep();
+    } else if (b === 0x7d || b === 0x5d) depth--;
+  }
+}
+
 export interface RawOutput {
   name: string;
   value: unknown;
@@ -80,9 +111,14 @@ export async function analyzeState(body: Readable): Promise<StateSummary> {
   // Resources: the mode and instance count of the resource being read.
   let resMode: unknown;
   let resInstances = 0;
+  // Nesting of the whole document, outputs included (the assembler's values are walked later).
+  let nesting = 0;
 
   try {
     for await (const t of tokens(body)) {
+      if (t.name === 'startObject' || t.name === 'startArray') {
+        if (++nesting > MAX_STATE_JSON_DEPTH) throw tooDeep();
+      } else if (t.name === 'endObject' || t.name === 'endArray') nesting--;
       if (asm) {
         asm.consume(t);
         if (asm.done) {
@@ -178,8 +214,9 @@ export async function assertJsonObject(body: Readable): Promise<void> {
         sawRoot = true;
         if (t.name !== 'startObject') throw new StateFormatError('it must be a JSON object');
       }
-      if (t.name === 'startObject' || t.name === 'startArray') depth++;
-      else if (t.name === 'endObject' || t.name === 'endArray') depth--;
+      if (t.name === 'startObject' || t.name === 'startArray') {
+        if (++depth > MAX_STATE_JSON_DEPTH) throw tooDeep();
+      } else if (t.name === 'endObject' || t.name === 'endArray') depth--;
     }
   } catch (err) {
     throw parseFailure(err);

@@ -1,4 +1,4 @@
-import type { RawOutput } from './analyze.js';
+import { MAX_STATE_JSON_DEPTH, type RawOutput } from './analyze.js';
 import { quoteValue } from '../http/errors.js';
 
 /**
@@ -6,13 +6,16 @@ import { quoteValue } from '../http/errors.js';
  * Terraform itself would infer, so the value always converts back (`detailed-type` must be set,
  * or Terraform falls back to downloading the whole state).
  */
-export function inferCtyType(value: unknown): unknown {
+export function inferCtyType(value: unknown, depth = 0): unknown {
   if (value === null || value === undefined) return 'dynamic';
   if (typeof value === 'string') return 'string';
   if (typeof value === 'number') return 'number';
   if (typeof value === 'boolean') return 'bool';
-  if (Array.isArray(value)) return ['tuple', value.map(inferCtyType)];
-  return ['object', Object.fromEntries(Object.entries(value as Record<string, unknown>).map(([k, v]) => [k, inferCtyType(v)]))];
+  // Intake bounds nesting (MAX_STATE_JSON_DEPTH); this bound keeps the recursion finite whatever
+  // reaches it (a value deeper than that is typed dynamic, which converts back to anything).
+  if (depth >= MAX_STATE_JSON_DEPTH) return 'dynamic';
+  if (Array.isArray(value)) return ['tuple', value.map((v) => inferCtyType(v, depth + 1))];
+  return ['object', Object.fromEntries(Object.entries(value as Record<string, unknown>).map(([k, v]) => [k, inferCtyType(v, depth + 1)]))];
 }
 
 function kindOfValue(value: unknown): string {

@@ -2,8 +2,8 @@ import type { Readable } from 'node:stream';
 import { BlobNotFoundError } from '../blobs/types.js';
 import { inTransaction } from '../db/index.js';
 import { newId } from '../ids.js';
-import { PermanentJobError, type JobHandler } from '../jobs/runner.js';
-import { analyzeState, StateFormatError } from './analyze.js';
+import { PermanentJobError, type JobFailureHook, type JobHandler, type JobKind } from '../jobs/runner.js';
+import { analyzeState, assertJsonDepth, StateFormatError } from './analyze.js';
 import { parseJsonStateOutputs, resolveOutputs } from './output-types.js';
 import { blobKeysOf, getStateVersion } from './store.js';
 
@@ -48,6 +48,7 @@ export const processStateVersion: JobHandler = async (deps, payload) => {
     summary = await analyzeState(await deps.blobs.get(sv.blob_key));
     if (sv.json_outputs_blob_key) {
       const raw = await readAll(await deps.blobs.get(sv.json_outputs_blob_key), deps.config.maxStateBytes);
+      assertJsonDepth(raw);
       const parsed = parseJsonStateOutputs(JSON.parse(raw.toString('utf8')));
       if (typeof parsed === 'string') throw new StateFormatError(`json-state-outputs: ${parsed}`);
       fromJson = parsed;
@@ -102,7 +103,28 @@ export const expireStateUpload: JobHandler = async (deps, payload) => {
   deps.logger.info({ stateVersion: id }, 'pending state version expired: its upload URL was never used');
 };
 
-export const stateJobHandlers: Record<string, JobHandler> = {
-  [PROCESS_STATE_VERSION]: processStateVersion,
+/** resources_processed once processing has failed for good: outputs answer a clear error, not 503. */
+export const PROCESSING_FAILED = 2;
+
+/**
+ * The processing of a state version failed for good (its state cannot be read, or every attempt
+ * failed): the version says so, so its outputs answer a clear error instead of "still being
+ * processed" for ever. A later state version is processed on its own.
+ */
+export const markProcessingFailed: JobFailureHook = async (deps, payload, job, lastError) => {
+  const id = stateVersionId(payload);
+  const res = await deps.db
+    .updateTable('state_versions')
+    .set({ resources_processed: PROCESSING_FAILED })
+    .where('id', '=', id)
+    .where('resources_processed', '=', 0)
+    .executeTakeFirst();
+  if (Number(res.numUpdatedRows) === 1) {
+    deps.logger.warn({ stateVersion: id, job: job.id, reason: lastError }, 'state version marked as failed processing: its outputs cannot be served');
+  }
+};
+
+export const stateJobHandlers: Record<string, JobHandler | JobKind> = {
+  [PROCESS_STATE_VERSION]: { run: processStateVersion, failed: markProcessingFailed },
   [EXPIRE_STATE_UPLOAD]: expireStateUpload,
 };

@@ -1,11 +1,12 @@
 import type { Deps } from '../deps.js';
-import { notFound, quoteValue, serviceUnavailable } from '../http/errors.js';
+import { ApiError, notFound, quoteValue, serviceUnavailable } from '../http/errors.js';
 import type { Principal } from '../identity/principal.js';
 import { orgAccess } from '../organizations/access.js';
 import { getOrganizationById } from '../organizations/store.js';
 import { workspaceAccess, type WorkspaceAccess } from '../workspaces/access.js';
 import { workspaceById, workspaceByName, type WorkspaceContext } from '../workspaces/service.js';
 import { getWorkspaceById } from '../workspaces/store.js';
+import { PROCESSING_FAILED } from './processing.js';
 import { getOutput, getStateVersion, type OutputRow, type StateVersionRow } from './store.js';
 
 /** Seconds Terraform is told to wait before asking again for outputs still being processed. */
@@ -58,6 +59,13 @@ export async function currentStateVersion(deps: Deps, p: Principal, workspaceId:
 export async function currentOutputsVersion(deps: Deps, p: Principal, workspaceId: string): Promise<StateVersionRow | undefined> {
   const ctx = await workspaceById(deps, p, workspaceId);
   const sv = ctx.ws.current_state_version_id ? await getStateVersion(deps.db, ctx.ws.current_state_version_id) : undefined;
+  if (sv?.resources_processed === PROCESSING_FAILED) {
+    throw new ApiError(
+      422,
+      'state not processable',
+      `the outputs of state version ${sv.id} cannot be served: Terrace could not read them from its state (the server log has the reason); push a new state version`,
+    );
+  }
   if (sv && sv.resources_processed !== 1) {
     throw serviceUnavailable(`the outputs of state version ${sv.id} are still being processed; retry in a few seconds`, RETRY_AFTER_SECONDS);
   }

@@ -15,7 +15,7 @@ import { newId } from '../ids.js';
 import { enqueue, wakeJobs } from '../jobs/runner.js';
 import { heldBy, requireManage, type WorkspaceContext } from '../workspaces/service.js';
 import { getWorkspaceById, setCurrentStateVersion } from '../workspaces/store.js';
-import { analyzeState, assertJsonObject, checkHeader, StateFormatError, type StateHeader } from './analyze.js';
+import { analyzeState, assertJsonDepth, assertJsonObject, checkHeader, StateFormatError, type StateHeader } from './analyze.js';
 import { parseJsonStateOutputs } from './output-types.js';
 import { EXPIRE_STATE_UPLOAD, PROCESS_STATE_VERSION } from './processing.js';
 import { blobKeysOf, getStateVersion, stateBlobKeys, type StateVersionRow } from './store.js';
@@ -51,6 +51,12 @@ function decodeBase64(value: string, attr: string, max: number): Buffer {
 }
 
 function parseJsonAttr(buf: Buffer, attr: string): unknown {
+  try {
+    assertJsonDepth(buf);
+  } catch (err) {
+    if (err instanceof StateFormatError) throw unprocessable(`${attr} is not usable: ${err.message}`, ATTR(attr));
+    throw err;
+  }
   try {
     return JSON.parse(buf.toString('utf8'));
   } catch (err) {

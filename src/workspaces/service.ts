@@ -268,6 +268,12 @@ export async function deleteWorkspace(deps: Deps, p: Principal, ctx: WorkspaceCo
   const current = (await currentStateVersions(deps.db, [ws])).get(ws.id);
   const forceAllowed = access.org.owner || parseSettings(org.attributes)['allow-force-delete-workspaces'];
   if (current && (opts.safe || !forceAllowed)) {
+    // 2: its processing failed for good, so "retry shortly" would never come true.
+    if (current.resources_processed === 2) {
+      throw conflict(
+        'the resources of the current state version could not be counted (its processing failed), so it is not known whether the workspace manages resources; push a new state version, or delete the workspace without safe-delete as an owner',
+      );
+    }
     if (current.resources_processed !== 1) {
       throw conflict('the current state version is still being processed, so it is not yet known whether the workspace manages resources; retry shortly');
     }
