@@ -1,4 +1,4 @@
-import { Readable } from 'node:stream';
+import { Readable, Transform } from 'node:stream';
 import type { ReadableStream } from 'node:stream/web';
 import type { Context } from 'hono';
 import type { z } from 'zod';
@@ -110,6 +110,28 @@ export function requestBody(c: Context): Readable {
   const body = c.req.raw.body ? Readable.fromWeb(c.req.raw.body as ReadableStream) : Readable.from([]);
   bodySignals.set(body, c.req.raw.signal);
   return body;
+}
+
+/**
+ * The request body as a stream of at most max bytes, for bodies too large to hold: a declared
+ * Content-Length over max is refused before a byte is read; a body that turns out longer (chunked,
+ * or lying) fails the stream with the same error when it passes max.
+ */
+export function limitedBody(c: Context, max: number, tooLarge: () => ApiError): Readable {
+  const declared = declaredLength(c);
+  if (declared !== null && declared > max) throw tooLarge();
+  let seen = 0;
+  const counted = new Transform({
+    transform(chunk: Buffer, _enc, cb) {
+      seen += chunk.length;
+      cb(seen > max ? tooLarge() : null, chunk);
+    },
+  });
+  const body = requestBody(c);
+  body.on('error', (err) => counted.destroy(err));
+  const out = body.pipe(counted);
+  bodySignals.set(out, c.req.raw.signal);
+  return out;
 }
 
 /** Node's error on a request whose connection closed before its body was complete. */

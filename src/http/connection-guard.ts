@@ -36,6 +36,11 @@ export function guardConnections(server: Server, http: Config['http'], logger: L
 
   const watched = new Set<Watched>();
   server.on('request', (req: IncomingMessage) => {
+    // A client that goes away mid-body makes Node emit 'error' on the request. Its reader handles
+    // it while it reads, but a reader that has already let go (a refused or finished upload) is no
+    // longer listening, and an 'error' nobody listens to would crash the process. The app logs the
+    // abort as what it is (app.ts onError); here it only must not be fatal.
+    req.on('error', ignore);
     if (req.complete || !hasBody(req)) return;
     const now = Date.now();
     const w: Watched = { req, startedAt: now, lastBytes: req.socket.bytesRead, lastMovedAt: now };
@@ -75,6 +80,8 @@ export function guardConnections(server: Server, http: Config['http'], logger: L
   timer.unref();
   return () => clearInterval(timer);
 }
+
+const ignore = () => undefined;
 
 function hasBody(req: IncomingMessage): boolean {
   const len = req.headers['content-length'];

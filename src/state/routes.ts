@@ -1,8 +1,7 @@
 import { Hono, type Context } from 'hono';
-import { bodyLimit } from 'hono/body-limit';
 import type { Deps } from '../deps.js';
 import { requirePrincipal, type AppEnv } from '../http/auth.js';
-import { declaredLength, readResource, requestBody } from '../http/body.js';
+import { declaredLength, limitedBody, requestBody } from '../http/body.js';
 import { sendBlob } from '../http/blob-response.js';
 import { capabilityUrl } from '../http/authorized.js';
 import { notFound, payloadTooLarge, unprocessable } from '../http/errors.js';
@@ -13,8 +12,9 @@ import { includeSet } from '../organizations/params.js';
 import type { WorkspaceAccess } from '../workspaces/access.js';
 import { workspaceByIdForUpdate } from '../workspaces/service.js';
 import { serializeOutput, serializeStateVersion, verifyDownload } from './serialize.js';
-import { createStateVersion, createStateVersionSchema, receiveJsonStateUpload, receiveStateUpload } from './service.js';
+import { readInlineStateBody } from './inline-body.js';
 import { currentOutputsVersion, currentStateVersion, readableStateVersion, stateVersionFor, visibleOutput, workspaceForStateVersions } from './read.js';
+import { createStateVersion, documentKeys, draftStateVersion, receiveJsonStateUpload, receiveStateUpload } from './service.js';
 import { countOutputs, getStateVersion, listOutputs, listStateVersions, outputIds, type StateVersionRow } from './store.js';
 
 /** POST /api/v2/workspaces/:id/state-versions carries whole state files: it has its own body limit. */
@@ -27,6 +27,8 @@ export function stateRoutes(deps: Deps): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
   // Base64 of the state, of its JSON representation and of its outputs travel in one body.
   const createLimit = deps.config.maxStateBytes * 4 + 1024 * 1024;
+  const tooLarge = () =>
+    payloadTooLarge(`the request body exceeds the limit of ${createLimit} bytes (4 × TERRACE_MAX_STATE_BYTES + 1 MiB); use the upload URL variant (omit "state") for large states`);
 
   async function renderVersion(c: Context<AppEnv>, sv: StateVersionRow, access: WorkspaceAccess, status: 200 | 201 = 200, uploadUrls?: { state: string; jsonState: string }) {
     const ids = await outputIds(deps.db, sv.id);
@@ -36,22 +38,17 @@ export function stateRoutes(deps: Deps): Hono<AppEnv> {
     return jsonApi(c, { data, included }, status);
   }
 
-  app.post(
-    '/workspaces/:workspace_id/state-versions',
-    bodyLimit({
-      maxSize: createLimit,
-      onError: () => {
-        throw payloadTooLarge(`the request body exceeds the limit of ${createLimit} bytes (4 × TERRACE_MAX_STATE_BYTES + 1 MiB); use the upload URL variant (omit "state") for large states`);
-      },
-    }),
-    async (c) => {
-      const p = requirePrincipal(c);
-      const ctx = await workspaceByIdForUpdate(deps, p, c.req.param('workspace_id'));
-      const { attributes } = await readResource(c, 'state-versions', createStateVersionSchema);
-      const { sv, uploadUrls } = await createStateVersion(deps, p, ctx, attributes);
-      return renderVersion(c, sv, ctx.access, 201, uploadUrls);
-    },
-  );
+  app.post('/workspaces/:workspace_id/state-versions', async (c) => {
+    const p = requirePrincipal(c);
+    const ctx = await workspaceByIdForUpdate(deps, p, c.req.param('workspace_id'));
+    // Who may create is settled before a byte of the body is read (manage rights, the lock);
+    // the body then streams, its documents straight into the blob store.
+    const draft = draftStateVersion(p, ctx);
+    const body = limitedBody(c, createLimit, tooLarge);
+    const parsed = await readInlineStateBody(deps, body, c.req.header('content-type'), documentKeys(draft));
+    const { sv, uploadUrls } = await createStateVersion(deps, p, ctx, draft, parsed);
+    return renderVersion(c, sv, ctx.access, 201, uploadUrls);
+  });
 
   app.get('/workspaces/:workspace_id/current-state-version', async (c) => {
     const { sv, ctx } = await currentStateVersion(deps, requirePrincipal(c), c.req.param('workspace_id'));

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { Readable, Transform, type TransformCallback } from 'node:stream';
+import { Transform, type Readable, type TransformCallback } from 'node:stream';
 import { z } from 'zod';
 import { BlobTooLargeError } from '../blobs/types.js';
 import { rfc3339 } from '../clock.js';
@@ -7,7 +7,7 @@ import { inTransaction, type Queryable } from '../db/index.js';
 import type { WorkspaceRow } from '../db/rows.js';
 import { claimUpload, consumeUpload, releaseUpload } from '../db/upload-claims.js';
 import type { Deps } from '../deps.js';
-import { clientClosedBody } from '../http/body.js';
+import { clientClosedBody, zodToApiError } from '../http/body.js';
 import { ApiError, conflict, notFound, payloadTooLarge, quoteValue, unprocessable } from '../http/errors.js';
 import { principalLabel, type Principal } from '../identity/principal.js';
 import { generateToken, hashToken } from '../identity/tokens.js';
@@ -17,6 +17,7 @@ import { heldBy, requireManage, type WorkspaceContext } from '../workspaces/serv
 import { getWorkspaceById, setCurrentStateVersion } from '../workspaces/store.js';
 import { analyzeState, assertJsonDepth, assertJsonObject, checkHeader, StateFormatError, type StateHeader } from './analyze.js';
 import { parseJsonStateOutputs } from './output-types.js';
+import { removeDocuments, type InlineStateBody } from './inline-body.js';
 import { EXPIRE_STATE_UPLOAD, PROCESS_STATE_VERSION } from './processing.js';
 import { blobKeysOf, getStateVersion, stateBlobKeys, type StateVersionRow } from './store.js';
 
@@ -40,16 +41,6 @@ export const createStateVersionSchema = z.object({
 });
 export type CreateStateVersionInput = z.output<typeof createStateVersionSchema>;
 
-function decodeBase64(value: string, attr: string, max: number): Buffer {
-  const clean = value.replace(/\s+/g, '');
-  if (clean.length % 4 !== 0 || !/^[A-Za-z0-9+/]*={0,2}$/.test(clean)) {
-    throw unprocessable(`${attr} must be base64 (standard alphabet, padded)`, ATTR(attr));
-  }
-  const buf = Buffer.from(clean, 'base64');
-  if (buf.length > max) throw payloadTooLarge(`${attr} is ${buf.length} bytes decoded, over the limit of ${max} bytes (TERRACE_MAX_STATE_BYTES)`);
-  return buf;
-}
-
 function parseJsonAttr(buf: Buffer, attr: string): unknown {
   try {
     assertJsonDepth(buf);
@@ -64,7 +55,6 @@ function parseJsonAttr(buf: Buffer, attr: string): unknown {
   }
 }
 
-const md5Hex = (buf: Buffer) => createHash('md5').update(buf).digest('hex');
 
 /** The version that would follow the current one must be newer and of the same lineage, unless forced. */
 function successionError(current: StateVersionRow | undefined, serial: number, lineage: string | null | undefined): ApiError | null {
@@ -119,125 +109,152 @@ export interface CreatedStateVersion {
   uploadUrls?: { state: string; jsonState: string };
 }
 
+/** A state version about to be created: who may create it is settled, its id and blob keys chosen. */
+export interface StateVersionDraft {
+  id: string;
+  keys: ReturnType<typeof stateBlobKeys>;
+}
+
+/**
+ * Settles, before any of the body is read, that the caller may create a state version here:
+ * manage rights and the workspace lock. The body then streams into the draft's blob keys.
+ */
+export function draftStateVersion(p: Principal, ctx: WorkspaceContext): StateVersionDraft {
+  requireManage(ctx);
+  requireLockHolder(ctx.ws, p);
+  const id = newId('sv');
+  return { id, keys: stateBlobKeys(ctx.ws, id) };
+}
+
+/** The blob keys of a draft, by the attribute whose document goes there. */
+export function documentKeys(draft: StateVersionDraft): Record<'state' | 'json-state' | 'json-state-outputs', string> {
+  return { state: draft.keys.state, 'json-state': draft.keys.jsonState, 'json-state-outputs': draft.keys.jsonOutputs };
+}
+
+async function readDocument(deps: Deps, key: string): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const c of await deps.blobs.get(key)) chunks.push(c as Buffer);
+  return Buffer.concat(chunks);
+}
+
 /**
  * go-tfe's Create (state inline, base64) or the first half of its Upload (no state: answers
- * one-time upload URLs). Everything is checked before anything is written; blobs go in place
- * before the row that points at them; the row, the workspace's current version and the
- * processing job commit together.
+ * one-time upload URLs). The body's documents are already in the draft's blobs (streamed by
+ * readInlineStateBody); everything is checked before the row is written, and on any refusal
+ * those blobs are removed. The row, the workspace's current version and the processing job
+ * commit together.
  */
-export async function createStateVersion(deps: Deps, p: Principal, ctx: WorkspaceContext, a: CreateStateVersionInput): Promise<CreatedStateVersion> {
+export async function createStateVersion(
+  deps: Deps,
+  p: Principal,
+  ctx: WorkspaceContext,
+  draft: StateVersionDraft,
+  body: InlineStateBody,
+): Promise<CreatedStateVersion> {
+  try {
+    return await createFromDocuments(deps, p, ctx, draft, body);
+  } catch (err) {
+    await removeDocuments(deps, body);
+    throw err;
+  }
+}
+
+async function createFromDocuments(deps: Deps, p: Principal, ctx: WorkspaceContext, draft: StateVersionDraft, body: InlineStateBody): Promise<CreatedStateVersion> {
   requireManage(ctx);
   const { ws } = ctx;
-  requireLockHolder(ws, p);
-  const max = deps.config.maxStateBytes;
+  const parsed = createStateVersionSchema.safeParse(body.attributes);
+  if (!parsed.success) throw zodToApiError(parsed.error, '/data/attributes');
+  const a = parsed.data;
   const md5 = a.md5.toLowerCase();
   const force = a.force === true;
+  const docs = body.documents;
 
-  // Older go-tfe sends unset pointers as null: null means absent (hence != null below).
-  let stateBuf: Buffer | null = null;
+  // Older go-tfe sends unset pointers as null: null means absent.
+  const state = docs.state ?? null;
   let header: StateHeader | null = null;
-  if (a.state != null) {
-    stateBuf = decodeBase64(a.state, 'state', max);
-    const actual = md5Hex(stateBuf);
-    if (actual !== md5) {
-      throw unprocessable(`md5 ${md5} does not match the MD5 of the decoded state, ${actual}; nothing was stored`, ATTR('md5'));
+  if (state) {
+    if (state.md5 !== md5) {
+      throw unprocessable(`md5 ${md5} does not match the MD5 of the decoded state, ${state.md5}; nothing was stored`, ATTR('md5'));
     }
-    header = await checkStateFile(Readable.from([stateBuf]), ATTR('state'));
+    header = await checkStateFile(await deps.blobs.get(state.key), ATTR('state'));
     if (header.serial !== a.serial) {
       throw unprocessable(`serial ${a.serial} does not match the state file's serial ${header.serial}`, ATTR('serial'));
     }
     if (a.lineage && a.lineage !== header.lineage) {
       throw unprocessable(`lineage ${quoteValue(a.lineage)} does not match the state file's lineage ${quoteValue(header.lineage)}`, ATTR('lineage'));
     }
-  } else if (a['json-state'] != null) {
+  } else if (docs['json-state']) {
     throw unprocessable('json-state is accepted only together with state; without state, upload it to hosted-json-state-upload-url', ATTR('json-state'));
   }
-  let jsonStateBuf: Buffer | null = null;
-  if (a['json-state'] != null) {
-    jsonStateBuf = decodeBase64(a['json-state'], 'json-state', max);
-    const v = parseJsonAttr(jsonStateBuf, 'json-state');
-    if (typeof v !== 'object' || v === null || Array.isArray(v)) throw unprocessable('json-state must be a JSON object once decoded', ATTR('json-state'));
+  const jsonState = docs['json-state'] ?? null;
+  if (jsonState) {
+    try {
+      await assertJsonObject(await deps.blobs.get(jsonState.key));
+    } catch (err) {
+      if (err instanceof StateFormatError) throw unprocessable(`json-state is not usable: ${err.message}`, ATTR('json-state'));
+      throw err;
+    }
   }
-  let jsonOutputsBuf: Buffer | null = null;
-  if (a['json-state-outputs'] != null) {
-    jsonOutputsBuf = decodeBase64(a['json-state-outputs'], 'json-state-outputs', max);
-    const parsed = parseJsonStateOutputs(parseJsonAttr(jsonOutputsBuf, 'json-state-outputs'));
-    if (typeof parsed === 'string') throw unprocessable(`json-state-outputs: ${parsed}`, ATTR('json-state-outputs'));
+  const jsonOutputs = docs['json-state-outputs'] ?? null;
+  if (jsonOutputs) {
+    // Only outputs: small next to the state, and bounded by TERRACE_MAX_STATE_BYTES.
+    const outputs = parseJsonStateOutputs(parseJsonAttr(await readDocument(deps, jsonOutputs.key), 'json-state-outputs'));
+    if (typeof outputs === 'string') throw unprocessable(`json-state-outputs: ${outputs}`, ATTR('json-state-outputs'));
   }
   const lineage = header?.lineage ?? a.lineage ?? null;
   const early = force ? null : successionError(await currentOf(deps.db, ws), a.serial, lineage);
   if (early) throw early;
 
-  const id = newId('sv');
-  const keys = stateBlobKeys(ws, id);
+  const id = draft.id;
   const now = deps.clock.now();
-  const written: string[] = [];
-  try {
-    if (stateBuf) {
-      await deps.blobs.put(keys.state, Readable.from([stateBuf]), { contentType: 'application/json' });
-      written.push(keys.state);
+  const tokens = state ? null : { state: generateToken(), json: generateToken() };
+  const expires = new Date(now.getTime() + deps.config.uploadUrlTtlSeconds * 1000);
+  const row: StateVersionRow = {
+    id,
+    workspace_id: ws.id,
+    serial: a.serial,
+    lineage,
+    md5,
+    force: force ? 1 : 0,
+    status: state ? 'finalized' : 'pending',
+    size: state ? state.size : null,
+    state_format_version: header ? header.version : null,
+    terraform_version: null,
+    resources_processed: 0,
+    resource_count: null,
+    blob_key: state ? state.key : null,
+    json_state_blob_key: jsonState ? jsonState.key : null,
+    json_outputs_blob_key: jsonOutputs ? jsonOutputs.key : null,
+    upload_token_hash: tokens ? hashToken(tokens.state) : null,
+    json_upload_token_hash: tokens ? hashToken(tokens.json) : null,
+    upload_expires_at: tokens ? rfc3339(expires) : null,
+    created_by: principalLabel(p),
+    created_at: rfc3339(now),
+    finalized_at: state ? rfc3339(now) : null,
+  };
+  await inTransaction(deps.db, async (tx) => {
+    // Checked again where it counts: another version may have landed since.
+    const fresh = await getWorkspaceById(tx, ws.id);
+    if (!fresh) throw notFound(`workspace ${quoteValue(ws.id)} not found`);
+    requireLockHolder(fresh, p);
+    const err = force ? null : successionError(await currentOf(tx, fresh), a.serial, lineage);
+    if (err) throw err;
+    await tx.insertInto('state_versions').values(row).execute();
+    if (row.status === 'finalized') {
+      await setCurrentStateVersion(tx, ws.id, id, row.created_at);
+      await enqueue(tx, PROCESS_STATE_VERSION, { stateVersionId: id }, now);
+    } else {
+      // A pending version whose upload never comes is removed when its URL expires.
+      await enqueue(tx, EXPIRE_STATE_UPLOAD, { stateVersionId: id }, new Date(expires.getTime() + 1000), now);
     }
-    if (jsonStateBuf) {
-      await deps.blobs.put(keys.jsonState, Readable.from([jsonStateBuf]), { contentType: 'application/json' });
-      written.push(keys.jsonState);
-    }
-    if (jsonOutputsBuf) {
-      await deps.blobs.put(keys.jsonOutputs, Readable.from([jsonOutputsBuf]), { contentType: 'application/json' });
-      written.push(keys.jsonOutputs);
-    }
-
-    const tokens = stateBuf ? null : { state: generateToken(), json: generateToken() };
-    const expires = new Date(now.getTime() + deps.config.uploadUrlTtlSeconds * 1000);
-    const row: StateVersionRow = {
-      id,
-      workspace_id: ws.id,
-      serial: a.serial,
-      lineage,
-      md5,
-      force: force ? 1 : 0,
-      status: stateBuf ? 'finalized' : 'pending',
-      size: stateBuf ? stateBuf.length : null,
-      state_format_version: header ? header.version : null,
-      terraform_version: null,
-      resources_processed: 0,
-      resource_count: null,
-      blob_key: stateBuf ? keys.state : null,
-      json_state_blob_key: jsonStateBuf ? keys.jsonState : null,
-      json_outputs_blob_key: jsonOutputsBuf ? keys.jsonOutputs : null,
-      upload_token_hash: tokens ? hashToken(tokens.state) : null,
-      json_upload_token_hash: tokens ? hashToken(tokens.json) : null,
-      upload_expires_at: tokens ? rfc3339(expires) : null,
-      created_by: principalLabel(p),
-      created_at: rfc3339(now),
-      finalized_at: stateBuf ? rfc3339(now) : null,
-    };
-    await inTransaction(deps.db, async (tx) => {
-      // Checked again where it counts: another version may have landed since.
-      const fresh = await getWorkspaceById(tx, ws.id);
-      if (!fresh) throw notFound(`workspace ${quoteValue(ws.id)} not found`);
-      requireLockHolder(fresh, p);
-      const err = force ? null : successionError(await currentOf(tx, fresh), a.serial, lineage);
-      if (err) throw err;
-      await tx.insertInto('state_versions').values(row).execute();
-      if (row.status === 'finalized') {
-        await setCurrentStateVersion(tx, ws.id, id, row.created_at);
-        await enqueue(tx, PROCESS_STATE_VERSION, { stateVersionId: id }, now);
-      } else {
-        // A pending version whose upload never comes is removed when its URL expires.
-        await enqueue(tx, EXPIRE_STATE_UPLOAD, { stateVersionId: id }, new Date(expires.getTime() + 1000), now);
-      }
-    });
-    wakeJobs(deps.db);
-    deps.logger.info({ actor: principalLabel(p), workspace: ws.id, stateVersion: id, serial: a.serial, status: row.status }, 'state version created');
-    const base = deps.config.publicUrl;
-    return {
-      sv: row,
-      ...(tokens ? { uploadUrls: { state: `${base}/uploads/state/${tokens.state}`, jsonState: `${base}/uploads/state-json/${tokens.json}` } } : {}),
-    };
-  } catch (err) {
-    await deleteBlobs(deps, written);
-    throw err;
-  }
+  });
+  wakeJobs(deps.db);
+  deps.logger.info({ actor: principalLabel(p), workspace: ws.id, stateVersion: id, serial: a.serial, status: row.status }, 'state version created');
+  const base = deps.config.publicUrl;
+  return {
+    sv: row,
+    ...(tokens ? { uploadUrls: { state: `${base}/uploads/state/${tokens.state}`, jsonState: `${base}/uploads/state-json/${tokens.json}` } } : {}),
+  };
 }
 
 /** Hashes (MD5) what streams through, for the upload-URL variant's check against the declared md5. */
