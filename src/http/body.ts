@@ -1,3 +1,4 @@
+import type { IncomingMessage } from 'node:http';
 import { Readable, Transform } from 'node:stream';
 import type { ReadableStream } from 'node:stream/web';
 import type { Context } from 'hono';
@@ -104,10 +105,21 @@ export async function readIdentifiers(c: Context, type: string): Promise<string[
 // from a store that failed without being handed the request.
 const bodySignals = new WeakMap<Readable, AbortSignal>();
 
-/** The raw request body as a Node stream, for uploads that go straight to the blob store. */
+/**
+ * The raw request body as a Node stream, for uploads that go straight to the blob store. Under
+ * @hono/node-server it is Node's own request stream, so backpressure reaches the socket: the web
+ * stream Hono would hand out (Readable.toWeb) queues chunks by count, and with a reader slower
+ * than the network it ends up holding most of a large body in memory.
+ */
 export function requestBody(c: Context): Readable {
   assertMayReadBody();
-  const body = c.req.raw.body ? Readable.fromWeb(c.req.raw.body as ReadableStream) : Readable.from([]);
+  const incoming = (c.env as { incoming?: IncomingMessage } | undefined)?.incoming;
+  const body =
+    incoming instanceof Readable && !incoming.readableDidRead
+      ? incoming
+      : c.req.raw.body
+        ? Readable.fromWeb(c.req.raw.body as ReadableStream)
+        : Readable.from([]);
   bodySignals.set(body, c.req.raw.signal);
   return body;
 }

@@ -84,11 +84,31 @@ function headerValue(t: Token): unknown {
   return scalar(t);
 }
 
-function tokens(body: Readable): AsyncIterable<Token> {
-  const p = parser.asStream({ packValues: true, streamValues: false });
+/** Longest string kept when strings are not needed whole (see tokens); longer ones are cut. */
+const MAX_KEPT_STRING = 64 * 1024;
+
+/**
+ * The document's tokens. With packStrings (what the assembler needs) every string arrives whole;
+ * without, strings stream through the parser and are handed on as stringValue cut at
+ * MAX_KEPT_STRING characters, so a 60 MB string value costs 64 KB of memory instead of 60 MB.
+ */
+async function* tokens(body: Readable, packStrings = true): AsyncIterable<Token> {
+  const p = packStrings
+    ? parser.asStream({ packValues: true, streamValues: false })
+    : parser.asStream({ packKeys: true, packNumbers: true, packStrings: false, streamKeys: false, streamNumbers: false, streamStrings: true });
   body.on('error', (err) => p.destroy(err));
   body.pipe(p);
-  return p as AsyncIterable<Token>;
+  let text: string | null = null;
+  for await (const t of p as AsyncIterable<Token>) {
+    if (packStrings) yield t;
+    else if (t.name === 'startString') text = '';
+    else if (t.name === 'stringChunk') {
+      if (text !== null && text.length < MAX_KEPT_STRING) text += (t.value as string).slice(0, MAX_KEPT_STRING - text.length);
+    } else if (t.name === 'endString') {
+      yield { name: 'stringValue', value: text ?? '' } as Token;
+      text = null;
+    } else yield t;
+  }
 }
 
 function parseFailure(err: unknown): StateFormatError {
@@ -102,7 +122,11 @@ function parseFailure(err: unknown): StateFormatError {
  * StateFormatError for anything that is not a JSON object of that shape; header values are
  * returned as found and checked by the caller.
  */
-export async function analyzeState(body: Readable): Promise<StateSummary> {
+export async function analyzeState(body: Readable, opts: { outputValues?: boolean } = {}): Promise<StateSummary> {
+  // Intake needs only the header and a well-formed file: without outputValues the outputs are
+  // checked as they stream by (each an object, "sensitive" a boolean) and never assembled, so a
+  // state with a 60 MB output costs no more memory to accept than a small one.
+  const assemble = opts.outputValues !== false;
   const out: StateSummary = { version: undefined, serial: undefined, lineage: undefined, terraformVersion: undefined, outputs: [], resourceCount: 0 };
   const stack: Frame[] = [];
   let sawRoot = false;
@@ -115,7 +139,7 @@ export async function analyzeState(body: Readable): Promise<StateSummary> {
   let nesting = 0;
 
   try {
-    for await (const t of tokens(body)) {
+    for await (const t of tokens(body, assemble)) {
       if (t.name === 'startObject' || t.name === 'startArray') {
         if (++nesting > MAX_STATE_JSON_DEPTH) throw tooDeep();
       } else if (t.name === 'endObject' || t.name === 'endArray') nesting--;
@@ -171,11 +195,20 @@ export async function analyzeState(body: Readable): Promise<StateSummary> {
         else if (key === 'terraform_version') out.terraformVersion = headerValue(t);
         else if (key === 'outputs') {
           if (t.name !== 'startObject') throw new StateFormatError('"outputs" must be an object');
-          asm = new Assembler();
-          asm.consume(t);
-          continue;
+          if (assemble) {
+            asm = new Assembler();
+            asm.consume(t);
+            continue;
+          }
         } else if (key === 'resources' && t.name !== 'startArray' && t.name !== 'nullValue') {
           throw new StateFormatError('"resources" must be an array');
+        }
+      } else if (depth === 2 && isOutputs(stack)) {
+        const name = (parent as { key: string | null }).key;
+        if (t.name !== 'startObject') throw new StateFormatError(`output ${quoteValue(name)} must be an object`);
+      } else if (depth === 3 && isOutputs(stack) && (parent as { key: string | null }).key === 'sensitive') {
+        if (t.name !== 'trueValue' && t.name !== 'falseValue') {
+          throw new StateFormatError(`output ${quoteValue((stack[1] as { key: string | null }).key)}: "sensitive" must be true or false`);
         }
       } else if (depth === 2 && isResources(stack)) {
         if (t.name !== 'startObject') throw new StateFormatError('each element of "resources" must be an object');
@@ -198,6 +231,11 @@ export async function analyzeState(body: Readable): Promise<StateSummary> {
   return out;
 }
 
+function isOutputs(stack: Frame[]): boolean {
+  const root = stack[0];
+  return root?.kind === 'object' && root.key === 'outputs';
+}
+
 function isResources(stack: Frame[]): boolean {
   const root = stack[0];
   return root?.kind === 'object' && root.key === 'resources';
@@ -208,7 +246,7 @@ export async function assertJsonObject(body: Readable): Promise<void> {
   let depth = 0;
   let sawRoot = false;
   try {
-    for await (const t of tokens(body)) {
+    for await (const t of tokens(body, false)) {
       if (depth === 0 && VALUE_START.has(t.name)) {
         if (sawRoot) throw new StateFormatError('it holds more than one JSON value');
         sawRoot = true;
@@ -224,6 +262,8 @@ export async function assertJsonObject(body: Readable): Promise<void> {
   if (!sawRoot) throw new StateFormatError('it is empty');
   if (depth !== 0) throw new StateFormatError('it ends before the JSON is complete');
 }
+
+const MAX_LINEAGE_CHARS = 1024;
 
 export interface StateHeader {
   version: 4;
@@ -244,6 +284,8 @@ export function checkHeader(s: StateSummary): StateHeader {
     throw new StateFormatError('its "serial" must be a non-negative whole number');
   }
   if (typeof s.lineage !== 'string' || s.lineage === '') throw new StateFormatError('its "lineage" must be a non-empty string');
+  // Terraform writes a UUID; the bound also keeps a cut-off string (see tokens) from passing.
+  if (s.lineage.length > MAX_LINEAGE_CHARS) throw new StateFormatError(`its "lineage" is longer than ${MAX_LINEAGE_CHARS} characters`);
   if (s.terraformVersion !== undefined && typeof s.terraformVersion !== 'string') {
     throw new StateFormatError('its "terraform_version" must be a string');
   }

@@ -91,7 +91,7 @@ function requireLockHolder(ws: WorkspaceRow, p: Principal): void {
 /** Reads and checks a state file as a stream; a StateFormatError becomes a 422 naming pointer. */
 async function checkStateFile(body: Readable, pointer: string): Promise<StateHeader> {
   try {
-    return checkHeader(await analyzeState(body));
+    return checkHeader(await analyzeState(body, { outputValues: false }));
   } catch (err) {
     if (err instanceof StateFormatError) throw unprocessable(`the state is not a Terraform state file: ${err.message}`, pointer);
     throw err;
