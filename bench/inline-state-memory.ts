@@ -4,6 +4,8 @@
 //
 //   npx tsx bench/inline-state-memory.ts [--state-mib 60] [--concurrent 3] [--root <source tree>]
 //
+// BENCH_SERVER_NODE_OPTIONS is passed to the server as NODE_OPTIONS (e.g. --max-old-space-size=128:
+// a server that holds the bodies dies under it; one that streams them does not).
 // --root runs another source tree (for example a checkout from before a change) so the two can
 // be compared on the same machine. See docs/performance.md, "Inline state versions".
 import { createHash, randomBytes } from 'node:crypto';
