@@ -1,9 +1,13 @@
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
 import net from 'node:net';
+import path from 'node:path';
+import tls from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { createOrg } from '../helpers/organizations.js';
 import { createModule, createVersion, moduleTarball } from '../helpers/registry.js';
-import { startTestServer, type TestServer } from '../helpers/server.js';
+import { startTestServer, tempDir, type TestServer } from '../helpers/server.js';
 
 let t: TestServer;
 let port: number;
@@ -138,6 +142,53 @@ describe('connection cap', () => {
       expect(answer).toMatch(/^HTTP\/1\.1 200 /);
     } finally {
       await capped.close();
+    }
+  });
+});
+
+const hasOpenssl = (() => {
+  try {
+    execFileSync('openssl', ['version'], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+})();
+
+describe.runIf(hasOpenssl)('the same limits over HTTPS', () => {
+  it('times out slow headers and caps connections on the TLS listener too', async () => {
+    const dir = tempDir('terrace-tls-limits-');
+    const certFile = path.join(dir, 'cert.pem');
+    const keyFile = path.join(dir, 'key.pem');
+    execFileSync('openssl', [
+      'req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '1',
+      '-subj', '/CN=registry.terrace.test', '-addext', 'subjectAltName=IP:127.0.0.1', '-keyout', keyFile, '-out', certFile,
+    ], { stdio: 'ignore' });
+    const s = await startTestServer({ TERRACE_TLS_CERT: certFile, TERRACE_TLS_KEY: keyFile, TERRACE_HEADERS_TIMEOUT_MS: '500', TERRACE_MAX_CONNECTIONS: '1' });
+    const tport = Number(new URL(s.url).port);
+    const open = () =>
+      new Promise<{ socket: tls.TLSSocket; received: () => string; closed: Promise<void> }>((resolve) => {
+        let data = '';
+        const socket = tls.connect({ port: tport, host: '127.0.0.1', ca: fs.readFileSync(certFile) });
+        socket.on('data', (d) => (data += d.toString('latin1')));
+        socket.on('error', () => {});
+        const closed = new Promise<void>((r) => socket.once('close', () => r()));
+        socket.once('secureConnect', () => resolve({ socket, received: () => data, closed }));
+        // A connection closed before its handshake resolves too (the cap at work).
+        socket.once('close', () => resolve({ socket, received: () => data, closed }));
+      });
+    try {
+      const slow = await open();
+      slow.socket.write('GET /healthz HTTP/1.1\r\nHost: x\r\n');
+      // While it is held, a second connection is over the cap.
+      const extra = await open();
+      await extra.closed;
+      expect(extra.received()).toBe('');
+      await slow.closed;
+      expect(slow.received()).toMatch(/^HTTP\/1\.1 408 /);
+    } finally {
+      await s.close();
+      fs.rmSync(dir, { recursive: true, force: true });
     }
   });
 });
