@@ -168,4 +168,24 @@ describe('a job that can never succeed', () => {
     expect(await runner.runDue()).toBe(0);
     expect(told).toHaveLength(1);
   });
+
+  it('puts a recurring job whose process died during its last attempt back for its next run', async () => {
+    const deps = t.running.deps;
+    let runs = 0;
+    const runner = new JobRunner(deps, { 'test.recurring': async () => void runs++ }, { maxAttempts: 2, recurring: [{ kind: 'test.recurring', everyMs: 60_000, payload: { from: 0 } }] });
+    await runner.ensureRecurring();
+    // Its last attempt was claimed by a process that died; the lease has lapsed since.
+    await deps.db
+      .updateTable('jobs')
+      .set({ attempts: 2, locked_until: rfc3339(clock.now().getTime() - 1000), run_at: rfc3339(clock.now().getTime() - 2000) })
+      .where('unique_key', '=', 'test.recurring')
+      .execute();
+    expect(await runner.runDue()).toBe(0);
+    const row = await deps.db.selectFrom('jobs').selectAll().where('unique_key', '=', 'test.recurring').executeTakeFirstOrThrow();
+    expect(row).toMatchObject({ attempts: 0, locked_until: null, run_at: rfc3339(clock.now().getTime() + 60_000) });
+    clock.advance(60_000);
+    expect(await runner.runDue()).toBe(1);
+    expect(runs).toBe(1);
+    await deps.db.deleteFrom('jobs').where('unique_key', '=', 'test.recurring').execute();
+  });
 });
