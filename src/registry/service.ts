@@ -17,19 +17,7 @@ import { canManageModules } from './access.js';
 import { ArchiveError, validateArchive } from './archive.js';
 import { inspectFiles, wantedForInspection } from './inspect/index.js';
 import { canonicalPublishVersion, MODULE_NAME_RE, PROVIDER_RE } from './names.js';
-import {
-  deleteModuleRows,
-  deleteVersionRow,
-  findModule,
-  findModulesByName,
-  getVersion,
-  insertModule,
-  insertVersion,
-  refreshModuleCache,
-  type ModuleRow,
-  type ModuleWithOrg,
-  type VersionRow,
-} from './store.js';
+import { deleteModuleRows, deleteVersionRow, findModule, findModulesByName, getVersion, insertModule, insertVersion, type ModuleRow, type ModuleWithOrg, refreshModuleCache, versionByUploadToken, type VersionRow } from './store.js';
 
 /** Inspection reads at most this much of one .tf or README file, and of all of them together. */
 const MAX_INSPECTED_FILE_BYTES = 1024 * 1024;
@@ -194,12 +182,7 @@ export async function receiveUpload(deps: Deps, token: string, body: Readable, c
   const tokenHash = hashToken(token);
   const invalid = () => notFound('this upload URL is invalid, has expired, or was already used');
   const claimed = await inTransaction(deps.db, async (tx) => {
-    const row = await tx
-      .selectFrom('registry_module_versions')
-      .innerJoin('registry_modules', 'registry_modules.id', 'registry_module_versions.module_id')
-      .select(['registry_module_versions.id', 'registry_module_versions.module_id', 'registry_modules.organization_id'])
-      .where('registry_module_versions.upload_token_hash', '=', tokenHash)
-      .executeTakeFirst();
+    const row = await versionByUploadToken(tx, tokenHash);
     if (!row) return undefined;
     const blobKey = moduleArchiveKey(row.organization_id, row.module_id, row.id);
     // While it is uploading the version is "uploading" (start-up recovery returns it to pending).

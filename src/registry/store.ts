@@ -281,3 +281,13 @@ export async function deleteModuleRows(db: Queryable, ids: string[]): Promise<st
   await db.deleteFrom('registry_modules').where('id', 'in', ids).execute();
   return keys.map((k) => k.blob_key).filter((k): k is string => k !== null);
 }
+
+/** The version an upload token was issued for (claimed or not), with what its blob key needs. */
+export async function versionByUploadToken(db: Queryable, tokenHash: string) {
+  return db
+    .selectFrom('registry_module_versions')
+    .innerJoin('registry_modules', 'registry_modules.id', 'registry_module_versions.module_id')
+    .select(['registry_module_versions.id', 'registry_module_versions.module_id', 'registry_modules.organization_id'])
+    .where('registry_module_versions.upload_token_hash', '=', tokenHash)
+    .executeTakeFirst();
+}

@@ -5,7 +5,7 @@ import { newId } from '../ids.js';
 import { PermanentJobError, type JobFailureHook, type JobHandler, type JobKind } from '../jobs/runner.js';
 import { analyzeState, assertJsonDepth, StateFormatError } from './analyze.js';
 import { parseJsonStateOutputs, resolveOutputs } from './output-types.js';
-import { blobKeysOf, getStateVersion } from './store.js';
+import { blobKeysOf, getStateVersion, markResourcesProcessed } from './store.js';
 
 /** Extracts outputs and resource counts from a finalized state version. */
 export const PROCESS_STATE_VERSION = 'state.process';
@@ -113,13 +113,7 @@ export const PROCESSING_FAILED = 2;
  */
 export const markProcessingFailed: JobFailureHook = async (deps, payload, job, lastError) => {
   const id = stateVersionId(payload);
-  const res = await deps.db
-    .updateTable('state_versions')
-    .set({ resources_processed: PROCESSING_FAILED })
-    .where('id', '=', id)
-    .where('resources_processed', '=', 0)
-    .executeTakeFirst();
-  if (Number(res.numUpdatedRows) === 1) {
+  if (await markResourcesProcessed(deps.db, id, 0, PROCESSING_FAILED)) {
     deps.logger.warn({ stateVersion: id, job: job.id, reason: lastError }, 'state version marked as failed processing: its outputs cannot be served');
   }
 };

@@ -81,3 +81,9 @@ export async function deleteOldStateVersions(tx: Queryable, organizationId: stri
   await tx.deleteFrom('state_versions').where('id', 'in', ids).execute();
   return { ids, outputs: Number(outputs.numDeletedRows), blobKeys: doomed.flatMap(blobKeysOf) };
 }
+
+/** Moves resources_processed from one value to another; false when it no longer had the first. */
+export async function markResourcesProcessed(db: Queryable, id: string, from: number, to: number): Promise<boolean> {
+  const res = await db.updateTable('state_versions').set({ resources_processed: to }).where('id', '=', id).where('resources_processed', '=', from).executeTakeFirst();
+  return Number(res.numUpdatedRows) === 1;
+}
