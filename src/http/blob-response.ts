@@ -2,7 +2,7 @@ import { Readable } from 'node:stream';
 import type { Context } from 'hono';
 import { BlobNotFoundError, type ByteRange } from '../blobs/types.js';
 import type { Deps } from '../deps.js';
-import type { ApiError } from './errors.js';
+import { ApiError } from './errors.js';
 
 /** Parses a single "bytes=" range; null means serve the whole body; 'unsatisfiable' means 416. */
 export function parseRange(header: string | undefined, size: number): ByteRange | null | 'unsatisfiable' {
@@ -40,7 +40,19 @@ export async function sendBlob(c: Context, deps: Deps, key: string, opts: SendBl
   if (opts.ranges) {
     headers['Accept-Ranges'] = 'bytes';
     const parsed = parseRange(c.req.header('range'), stat.size);
-    if (parsed === 'unsatisfiable') return c.body(null, 416, { ...headers, 'Content-Range': `bytes */${stat.size}` });
+    if (parsed === 'unsatisfiable') {
+      // An error like any other 4xx (in the surface's format, saying what to change), plus the
+      // Content-Range that RFC 9110 gives a 416.
+      throw new ApiError(
+        416,
+        'range not satisfiable',
+        stat.size === 0
+          ? 'the file is empty: request it without a Range header'
+          : `the requested range lies outside the file's ${stat.size} bytes: ask for bytes within 0-${stat.size - 1}, or omit the Range header`,
+        undefined,
+        { 'Accept-Ranges': 'bytes', 'Content-Range': `bytes */${stat.size}` },
+      );
+    }
     range = parsed;
   }
   const status = range ? 206 : 200;
