@@ -1,0 +1,184 @@
+import fc from 'fast-check';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createApp } from '../../src/app.js';
+import { startTestServer } from '../helpers/server.js';
+import { actorsFor, normalizedPath, reasonsFor, requestArb, type FuzzRequest, type World } from './generators.js';
+import { KNOWN_DEFECTS, type Observation } from './known-defects.js';
+import { rawRequest, type RawResponse } from './raw-http.js';
+import { BODY_VALIDATING_ROUTES, DOCUMENTED_EFFECTS, isRegistrySurface, READ_METHODS, registeredRoutes } from './routes.js';
+import { seedTenant } from './seed.js';
+import { changes, StoreWatcher, type StoreSnapshot } from './snapshot.js';
+
+/**
+ * Throws generated hostile requests at every route the app registers and asserts, for each:
+ * no 5xx; every 4xx carries an error body in its surface's format (JSON:API errors on /api and
+ * capability URLs, {"errors":["…"]} on the registry protocol) and does not echo huge input;
+ * a mutation is refused (and, when refused for who is asking, with 401 or 404 whatever its
+ * body); and nothing changed in the store or the blob store. See generators.ts for why every
+ * generated mutation must be refused.
+ *
+ * Settings: FUZZ_RUNS (runs per route, default 12; raise it for longer local runs), FUZZ_SEED
+ * (fixed by default so CI is reproducible; fast-check prints the seed of a failure),
+ * FUZZ_SHRINK=1 (shrink a failure to a smaller request; off by default since each step is a real
+ * request), FUZZ_TRACE=1 (print every request and its answer), FUZZ_STRICT=1 (ignore
+ * KNOWN_DEFECTS, to see which of them still fail).
+ */
+const RUNS = Number(process.env.FUZZ_RUNS ?? 12);
+const SEED = process.env.FUZZ_SEED === undefined ? 15_0005 : Number(process.env.FUZZ_SEED);
+const STRICT = process.env.FUZZ_STRICT === '1';
+
+// The server starts at load time: the route list the tests are declared from comes from the app.
+const t = await startTestServer({ TERRACE_JOBS: 'false' });
+const routes = registeredRoutes(createApp(t.running.deps));
+const maxJsonBody = t.running.deps.config.maxJsonBodyBytes;
+
+let world: World;
+let watcher: StoreWatcher;
+let last: StoreSnapshot | undefined;
+const knownHits = new Map<string, { count: number; example: string }>();
+
+beforeAll(async () => {
+  const a = await seedTenant(t, 'fuzz-a');
+  const b = await seedTenant(t, 'fuzz-b');
+  // B may read A's modules: the read paths of sharing are fuzzed too, and B still may not change them.
+  const share = await t.api('PATCH', `/api/v2/admin/organizations/${a.org}/relationships/module-consumers`, { body: { data: [{ type: 'organizations', id: b.org }] } });
+  expect(share.status).toBe(204);
+  const actors = actorsFor(a, b, t.adminToken);
+  // A token's first use records last_used_at; the clock does not move, so after this never again.
+  for (const actor of actors) await rawRequest(t.url, 'GET', '/api/v2/ping', actor.authorization ? [['Authorization', actor.authorization]] : []);
+  world = { tenants: { a, b }, actors, paramlessPaths: new Set(routes.filter((r) => r.params.length === 0).map((r) => r.path)) };
+  watcher = new StoreWatcher(t.dataDir, t.running.deps.blobs);
+}, 120_000);
+
+afterAll(async () => {
+  if (knownHits.size) {
+    const lines = [...knownHits].map(([id, h]) => `  ${id}: ${h.count} request(s), e.g. ${h.example}`);
+    console.log(`fuzz: known defects still present (KNOWN_DEFECTS):\n${lines.join('\n')}`);
+  }
+  watcher?.close();
+  await t.close();
+});
+
+describe('the route list', () => {
+  it('is read from the app and holds every surface', () => {
+    const keys = routes.map((r) => r.key);
+    expect(routes.length).toBeGreaterThan(60);
+    for (const known of [
+      'GET /.well-known/terraform.json',
+      'POST /api/v2/organizations',
+      'PATCH /api/v2/workspaces/:workspace_id',
+      'POST /api/v2/workspaces/:workspace_id/state-versions',
+      'GET /v1/modules/:namespace/:name/:provider/:version/download',
+      'GET /v2/modules/:namespace/:name/:provider/downloads/summary',
+      'PUT /uploads/modules/:token',
+      'PUT /uploads/state-json/:token',
+      'GET /archives/:versionId/:capability/:file',
+    ]) {
+      expect(keys).toContain(known);
+    }
+    expect(new Set(routes.map((r) => r.surface))).toEqual(new Set(['api', 'registry', 'capability', 'ops']));
+    expect(keys.some((k) => k.includes('*'))).toBe(false);
+  });
+
+  it('names only routes that exist in the tables the generators use', () => {
+    const keys = new Set(routes.map((r) => r.key));
+    for (const key of [...BODY_VALIDATING_ROUTES, ...DOCUMENTED_EFFECTS.map((e) => e.route)]) expect(keys, key).toContain(key);
+  });
+
+  it('gives every mutation a reason to be refused', () => {
+    for (const r of routes) if (!READ_METHODS.has(r.method)) expect(reasonsFor(r).length, r.key).toBeGreaterThan(0);
+  });
+});
+
+describe.each(routes.map((r) => [r.key, r] as const))('%s', (_key, route) => {
+  it(
+    'answers hostile input with a well-formed refusal and changes nothing',
+    async () => {
+      await fc.assert(
+        fc.asyncProperty(requestArb(route, world), (req) => check(req)),
+        { numRuns: RUNS, seed: SEED, endOnFailure: process.env.FUZZ_SHRINK !== '1' },
+      );
+    },
+    300_000,
+  );
+});
+
+function describeRequest(req: FuzzRequest): string {
+  const target = req.target.length > 300 ? `${req.target.slice(0, 300)}…(${req.target.length} chars)` : req.target;
+  const body = req.body === undefined ? 'no body' : `${req.body.length}-byte body ${JSON.stringify(req.body.subarray(0, 120).toString('latin1'))}`;
+  return `${req.method} ${target} as ${req.actor} (${req.reason}), ${body}`;
+}
+
+async function check(req: FuzzRequest): Promise<void> {
+  let before = last;
+  last = undefined;
+  before ??= await watcher.take();
+  const res = await rawRequest(t.url, req.method, req.target, req.headers, req.body).catch((err: Error) => {
+    throw new Error(`${describeRequest(req)}: no answer: ${err.message}`);
+  });
+  const after = await watcher.take();
+  last = after;
+
+  if (process.env.FUZZ_TRACE) console.log(`${describeRequest(req).slice(0, 300)} → ${res.status} ${changes(before, after).join(',')}`);
+  const effects = DOCUMENTED_EFFECTS.filter((e) => e.route === req.routeKey && e.method === req.method && e.when(res.status)).flatMap((e) => e.tables);
+  const changed = changes(before, after).filter((c) => !effects.includes(c));
+  const text = res.body.toString('utf8');
+  const problems: { failure: Observation['failure'] | 'format' | 'not-refused'; message: string }[] = [];
+
+  if (res.status >= 500) problems.push({ failure: 'server-error', message: `answered ${res.status}: ${text.slice(0, 300)}` });
+  if (!READ_METHODS.has(req.method) && res.status < 400) problems.push({ failure: 'not-refused', message: `a mutation that must be refused answered ${res.status}` });
+  if (req.reason === 'unauthenticated' || req.reason === 'foreign') {
+    const allowed = [401, 404, ...((req.body?.length ?? 0) > maxJsonBody ? [413] : [])];
+    if (!allowed.includes(res.status)) {
+      problems.push({ failure: 'refusal-status', message: `refused for who is asking, so expected ${allowed.join(' or ')}, got ${res.status}: ${text.slice(0, 300)}` });
+    }
+  }
+  if (res.status >= 400 && res.status < 500) {
+    const format = errorFormatProblem(req, res, text);
+    if (format) problems.push({ failure: 'format', message: format });
+    if (res.body.length > 8192 + 2 * req.target.length) {
+      problems.push({ failure: 'oversized-error', message: `a ${res.status} error body of ${res.body.length} bytes for a ${req.body?.length ?? 0}-byte request body` });
+    }
+  }
+  if (changed.length) problems.push({ failure: 'changed', message: `changed ${changed.join(', ')} (status ${res.status})` });
+
+  const unexplained = problems.filter((p) => {
+    if (STRICT || p.failure === 'format' || p.failure === 'not-refused') return true;
+    const o: Observation = { req, status: res.status, bodyLength: res.body.length, changed, failure: p.failure };
+    const known = KNOWN_DEFECTS.find((d) => d.matches(o));
+    if (!known) return true;
+    const hit = knownHits.get(known.id) ?? { count: 0, example: `${describeRequest(req)} → ${res.status}` };
+    hit.count++;
+    knownHits.set(known.id, hit);
+    return false;
+  });
+  if (unexplained.length) throw new Error(`${describeRequest(req)}:\n${unexplained.map((p) => `  [${p.failure}] ${p.message}`).join('\n')}`);
+}
+
+/** The error body of a 4xx in the format of the surface the (normalized) path falls under; null if fine. */
+function errorFormatProblem(req: FuzzRequest, res: RawResponse, text: string): string | null {
+  const contentType = String(res.headers['content-type'] ?? '').split(';')[0]!.trim();
+  const registry = isRegistrySurface(normalizedPath(req.target));
+  const wantType = registry ? 'application/json' : 'application/vnd.api+json';
+  if (contentType !== wantType) return `a ${res.status} with Content-Type "${contentType}", expected ${wantType}: ${text.slice(0, 200)}`;
+  if (req.method === 'HEAD') return null;
+  let body: any;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    return `a ${res.status} whose body is not JSON: ${JSON.stringify(text.slice(0, 200))}`;
+  }
+  const errors = body?.errors;
+  if (!Array.isArray(errors) || errors.length === 0) return `a ${res.status} without an errors array: ${text.slice(0, 200)}`;
+  if (registry) {
+    if (!errors.every((e: unknown) => typeof e === 'string' && e.length > 0)) return `registry errors must be non-empty strings: ${text.slice(0, 200)}`;
+    return null;
+  }
+  for (const e of errors) {
+    if (typeof e?.status !== 'string' || typeof e?.title !== 'string' || typeof e?.detail !== 'string' || !e.title || !e.detail) {
+      return `JSON:API errors need string status, title and detail: ${text.slice(0, 200)}`;
+    }
+  }
+  if (errors[0].status !== String(res.status)) return `errors[0].status "${errors[0].status}" disagrees with the HTTP status ${res.status}`;
+  return null;
+}
