@@ -45,7 +45,7 @@ export interface FuzzRequest {
   body?: Buffer;
 }
 
-export function actorsFor(a: Tenant, b: Tenant, adminToken: string): Actor[] {
+export function actorsFor(a: Tenant, b: Tenant, adminToken: string, expiredToken: string): Actor[] {
   const unauth = (label: string, authorization?: string): Actor => ({ label, authorization, kind: 'unauthenticated' });
   const tenant = (t: Tenant, key: 'a' | 'b'): Actor[] => [
     { label: `${key}-owner`, authorization: `Bearer ${t.owner.token}`, kind: 'tenant', tenant: key },
@@ -62,6 +62,7 @@ export function actorsFor(a: Tenant, b: Tenant, adminToken: string): Actor[] {
     unauth('unknown-token', 'Bearer nx0000000000000000000000000000.terrace.nx000000000000'),
     unauth('truncated-token', `Bearer ${a.owner.token.slice(0, -1)}`),
     unauth('huge-token', `Bearer ${'n'.repeat(8000)}`),
+    unauth('expired-token', `Bearer ${expiredToken}`),
     ...tenant(a, 'a'),
     ...tenant(b, 'b'),
     { label: 'a-reader-team', authorization: `Bearer ${a.readerTeamToken}`, kind: 'no-rights', tenant: 'a' },

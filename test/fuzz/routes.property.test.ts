@@ -1,7 +1,8 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApp } from '../../src/app.js';
-import { startTestServer } from '../helpers/server.js';
+import type { ManualClock } from '../../src/clock.js';
+import { createUserWithToken, startTestServer } from '../helpers/server.js';
 import { actorsFor, normalizedPath, reasonsFor, requestArb, type FuzzRequest, type World } from './generators.js';
 import { KNOWN_DEFECTS, type Observation } from './known-defects.js';
 import { rawRequest, type RawResponse } from './raw-http.js';
@@ -38,12 +39,20 @@ let last: StoreSnapshot | undefined;
 const knownHits = new Map<string, { count: number; example: string }>();
 
 beforeAll(async () => {
+  // A token that expires, then the clock moves past it (before anything else is seeded, so the
+  // upload and download URLs issued below stay valid).
+  const expiring = await createUserWithToken(t, 'fuzz-expiring');
+  const tok = await t.api('POST', `/api/v2/users/${expiring.id}/authentication-tokens`, {
+    body: { data: { type: 'authentication-tokens', attributes: { 'expired-at': new Date(t.clock.now().getTime() + 60_000).toISOString() } } },
+  });
+  expect(tok.status).toBe(201);
+  (t.clock as ManualClock).advance(120_000);
   const a = await seedTenant(t, 'fuzz-a');
   const b = await seedTenant(t, 'fuzz-b');
   // B may read A's modules: the read paths of sharing are fuzzed too, and B still may not change them.
   const share = await t.api('PATCH', `/api/v2/admin/organizations/${a.org}/relationships/module-consumers`, { body: { data: [{ type: 'organizations', id: b.org }] } });
   expect(share.status).toBe(204);
-  const actors = actorsFor(a, b, t.adminToken);
+  const actors = actorsFor(a, b, t.adminToken, tok.json.data.attributes.token);
   // A token's first use records last_used_at; the clock does not move, so after this never again.
   for (const actor of actors) await rawRequest(t.url, 'GET', '/api/v2/ping', actor.authorization ? [['Authorization', actor.authorization]] : []);
   world = { tenants: { a, b }, actors, paramlessPaths: new Set(routes.filter((r) => r.params.length === 0).map((r) => r.path)) };
