@@ -43,6 +43,8 @@ export interface FuzzRequest {
   target: string;
   headers: [string, string][];
   body?: Buffer;
+  /** Sent with Transfer-Encoding: chunked instead of a Content-Length. */
+  chunked: boolean;
 }
 
 export function actorsFor(a: Tenant, b: Tenant, adminToken: string, expiredToken: string): Actor[] {
@@ -140,8 +142,9 @@ function encodeQueryPart(s: string): string {
 const pagingPair = fc.tuple(
   fc.constantFrom('page[number]', 'page[size]', 'page%5Bnumber%5D', 'page%5Bsize%5D', 'offset', 'limit'),
   fc.oneof(
-    fc.integer({ min: 16, max: 400 }).chain((n) => fc.stringMatching(new RegExp(`^[1-9][0-9]{${n - 1}}$`))),
-    fc.constantFrom('0', '-1', '-99999999999999999999', '1.5', '1e3', '1e400', '0x10', ' 1', '+1', 'abc', '', '9007199254740993', '101', '00000000000000000000001'),
+    // Past what SQLite's 64-bit integers hold once multiplied by a page size.
+    fc.integer({ min: 20, max: 400 }).chain((n) => fc.stringMatching(new RegExp(`^[1-9][0-9]{${n - 1}}$`))),
+    fc.constantFrom('0', '-1', '-99999999999999999999', '1.5', '1e3', '1e400', '0x10', ' 1', '+1', 'abc', '', '9007199254740993', '9223372036854775807', '101', '00000000000000000000001'),
   ),
 );
 
@@ -264,7 +267,12 @@ const plausibleDocument = fc
  * or an object whose "data" is of the wrong shape or names no real type (a data array always
  * holds an item of a wrong type: an empty one is valid for module-consumers).
  */
+const hugeString = fc.integer({ min: 64 * 1024, max: 256 * 1024 }).map((n) => 'h'.repeat(n));
+
 const invalidDocument: fc.Arbitrary<Buffer> = fc.oneof(
+  // A huge value where a message might quote it: "data.type must be …, got <it>".
+  hugeString.map((type) => Buffer.from(JSON.stringify({ data: { type, attributes: { name: type } } }))),
+  hugeString.map((type) => Buffer.from(JSON.stringify({ data: [{ type, id: type }] }))),
   fc.constantFrom('', ' ', '{', '{"data":', '{"data":{"type":"workspaces",}}', "{'data':{}}", '{"data":{"type":"workspaces"}}}', 'data=1&type=workspaces', '\ufeff{', 'NaN').map((s) => Buffer.from(s)),
   fc.constantFrom('null', '[]', '1', '"data"', 'true', '[{"data":{}}]', '{}', '{"data":null}', '{"data":1}', '{"data":"workspaces"}', '{"data":true}', '{"Data":{"type":"workspaces"}}').map((s) => Buffer.from(s)),
   fc.record({ type: wrongType, attributes: fc.oneof(attributes, hostileValue) }).map((d) => Buffer.from(JSON.stringify({ data: d }))),
@@ -320,55 +328,66 @@ export function requestArb(route: RouteInfo, world: World): fc.Arbitrary<FuzzReq
 
   const build = (
     reason: Reason,
-    actors: Actor[],
+    actors: Actor[] | fc.Arbitrary<Actor>,
     segments: fc.Arbitrary<Segment[]>,
     body: fc.Arbitrary<Buffer | undefined>,
   ): fc.Arbitrary<FuzzRequest> =>
     fc
       .record({
-        actor: fc.constantFrom(...actors),
+        actor: Array.isArray(actors) ? fc.constantFrom(...actors) : actors,
         segments,
         query: queryArb(a, b),
         contentType: fc.constantFrom(...CONTENT_TYPES),
         extra: extraHeaders,
         body,
-        head: fc.boolean(),
+        // GET routes are also asked with methods no route registers (and each GET also as HEAD: see the test).
+        getAs: fc.constantFrom('GET', 'GET', 'GET', 'GET', 'OPTIONS', 'PURGE', 'PROPFIND'),
+        chunked: fc.boolean(),
       })
-      .map(({ actor, segments: s, query, contentType, extra, body: bytes, head }) => {
+      .map(({ actor, segments: s, query, contentType, extra, body: bytes, getAs, chunked }) => {
         let i = 0;
         const path = route.path.replace(/:[A-Za-z_]+/g, () => s[i++]!.raw);
         const headers: [string, string][] = [];
         if (actor.authorization !== undefined) headers.push(['Authorization', actor.authorization]);
         if (contentType !== undefined && bytes !== undefined) headers.push(['Content-Type', contentType]);
         headers.push(...extra);
-        const method = route.method === 'GET' && head ? 'HEAD' : route.method;
-        return { routeKey: route.key, reason, actor: actor.label, method, target: path + query, headers, body: READ_METHODS.has(method) ? undefined : bytes };
+        const method = route.method === 'GET' ? getAs : route.method;
+        const body = READ_METHODS.has(method) ? undefined : bytes;
+        return { routeKey: route.key, reason, actor: actor.label, method, target: path + query, headers, body, chunked: chunked && body !== undefined };
       })
       // Node refuses request heads over 16 KiB itself, before the app: stay within that.
       .filter((r) => r.target.length + r.headers.reduce((n, [k, v]) => n + k.length + v.length + 4, 0) < 14_000)
       .filter((r) => reason !== 'foreign' || !normalizesOntoParamless(r.target, world));
 
+  // Anyone, the unauthenticated (refused at the door) drawn less than those who get further in.
+  const anyone = fc.oneof(
+    { arbitrary: fc.constantFrom(...world.actors.filter((x) => x.kind === 'unauthenticated')), weight: 1 },
+    { arbitrary: fc.constantFrom(...world.actors.filter((x) => x.kind !== 'unauthenticated')), weight: 3 },
+  );
   const each = (gen: (p: string, i: number) => fc.Arbitrary<Segment>) => fc.tuple(...route.params.map(gen)) as fc.Arbitrary<Segment[]>;
   const anyReal = (p: string) => [...real(a, p), ...real(b, p)];
 
   const byReason: Record<Reason, () => fc.Arbitrary<FuzzRequest>> = {
-    // Reads: half by a principal of the tenant the path names (so the handler runs to the end), half anything at all.
+    // Reads: mostly by a principal of the tenant the path names (so the handler runs to the end), else anything at all.
     read: () =>
       fc.oneof(
-        fc.constantFrom<'a' | 'b'>('a', 'b').chain((key) => {
-          const t = tenants[key];
-          const actors = world.actors.filter((x) => x.kind === 'site-admin' || (x.kind === 'tenant' && x.tenant === key));
-          return build('read', actors, each((p) => seg([...real(t, p), ...real(t, p), ...real(t, p), unknown])), fc.constant(undefined));
-        }),
-        build('read', world.actors, each((p) => seg([...anyReal(p), ...anyReal(p), unknown, dot])), fc.constant(undefined)),
+        {
+          arbitrary: fc.constantFrom<'a' | 'b'>('a', 'b').chain((key) => {
+            const t = tenants[key];
+            const actors = world.actors.filter((x) => x.kind === 'site-admin' || (x.kind === 'tenant' && x.tenant === key));
+            return build('read', actors, each((p) => seg(real(t, p).length ? real(t, p) : [unknown])), fc.constant(undefined));
+          }),
+          weight: 2,
+        },
+        { arbitrary: build('read', anyone, each((p) => seg([...anyReal(p), ...anyReal(p), unknown, dot])), fc.constant(undefined)), weight: 1 },
       ),
     unauthenticated: () =>
       build('unauthenticated', world.actors.filter((x) => x.kind === 'unauthenticated'), each((p) => seg([...anyReal(p), unknown, dot])), anyBody),
     foreign: () =>
-      // The reader sees what it may not change: the sharpest case, drawn as often as all tenants together.
+      // The reader sees what it may not change: the sharpest case, drawn twice as often as all tenants together.
       fc
         .oneof(
-          { arbitrary: fc.constantFrom(...world.actors.filter((x) => x.kind === 'no-rights')), weight: 1 },
+          { arbitrary: fc.constantFrom(...world.actors.filter((x) => x.kind === 'no-rights')), weight: 2 },
           { arbitrary: fc.constantFrom(...world.actors.filter((x) => x.kind === 'tenant')), weight: 1 },
         )
         .chain((actor) => {
@@ -377,7 +396,7 @@ export function requestArb(route: RouteInfo, world: World): fc.Arbitrary<FuzzReq
         }),
     unknown: () =>
       fc.nat({ max: route.params.length - 1 }).chain((forced) =>
-        build('unknown', world.actors, each((p, i) => (i === forced ? unknown : seg([...anyReal(p), unknown]))), anyBody),
+        build('unknown', anyone, each((p, i) => (i === forced ? unknown : seg([...anyReal(p), unknown]))), anyBody),
       ),
     'bad-body': () =>
       fc.constantFrom<'a' | 'b'>('a', 'b').chain((key) => {
@@ -387,7 +406,9 @@ export function requestArb(route: RouteInfo, world: World): fc.Arbitrary<FuzzReq
         return build('bad-body', actors, segments, route.surface === 'capability' ? invalidUpload : invalidDocument);
       }),
   };
-  return fc.oneof(...reasons.map((r) => byReason[r]()));
+  // Who-may-act and body refusals have the most paths through a handler: they are drawn more often.
+  const weight: Record<Reason, number> = { read: 1, unauthenticated: 1, foreign: 3, unknown: 2, 'bad-body': 2 };
+  return fc.oneof(...reasons.map((r) => ({ arbitrary: byReason[r](), weight: weight[r] })));
 }
 
 /** Whether resolving dot segments turns the target into a route without parameters (say POST /api/v2/organizations). */
