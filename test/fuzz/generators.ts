@@ -16,6 +16,9 @@ import { BODY_VALIDATING_ROUTES, READ_METHODS, valueKind, type RouteInfo } from 
  *   a marker no seeded value carries, or hostile encodings of such);
  * - bad-body: a body that is invalid as a document (BODY_VALIDATING_ROUTES) or, on a capability
  *   URL, as an upload (neither a JSON object nor gzip).
+ * Dot segments ("..", "%2e") are resolved before routing, so they only appear where no resolved
+ * path can become an action the caller may take: for the unauthenticated, for foreign callers
+ * unless the path resolves onto a route without parameters, and in reads.
  * A well-formed mutation by a principal who may act is never generated. GET and HEAD may be
  * well-formed, by anyone: they must still change nothing (bar DOCUMENTED_EFFECTS).
  */
@@ -77,7 +80,7 @@ export function actorsFor(a: Tenant, b: Tenant, adminToken: string, expiredToken
 const DOT_SEGMENTS = ['..', '.', '%2e%2e', '%2E', '.%2e', '%2e.'];
 const enc = (s: string) => encodeURIComponent(s);
 
-/** A raw path segment naming nothing that exists: every form carries "nx", which no seeded value does. */
+/** A raw path segment naming nothing that exists: it carries "nx", or is a value (like "-1" or "%00") no seeded resource has. */
 const unknownSegment: fc.Arbitrary<string> = fc.oneof(
   fc
     .tuple(fc.constantFrom('', 'ws-', 'team-', 'user-', 'org-', 'sv-', 'wsout-', 'ou-', 'at-', 'apool-', 'mod-'), fc.stringMatching(/^[A-Za-z0-9_-]{1,24}$/))
