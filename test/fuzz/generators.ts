@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import type { Tenant } from './seed.js';
-import { BODY_VALIDATING_ROUTES, READ_METHODS, valueKind, type RouteInfo } from './routes.js';
+import { BODY_VALIDATING_ROUTES, READABLE_ACROSS_TENANTS, READ_METHODS, valueKind, type RouteInfo } from './routes.js';
 
 /**
  * The generated requests, and why each one must be refused.
@@ -20,9 +20,10 @@ import { BODY_VALIDATING_ROUTES, READ_METHODS, valueKind, type RouteInfo } from 
  * path can become an action the caller may take: for the unauthenticated, for foreign callers
  * unless the path resolves onto a route without parameters, and in reads.
  * A well-formed mutation by a principal who may act is never generated. GET and HEAD may be
- * well-formed, by anyone: they must still change nothing (bar DOCUMENTED_EFFECTS).
+ * well-formed, by anyone: they must still change nothing (bar DOCUMENTED_EFFECTS). Reads of the
+ * other tenant's resources (foreign-read) must moreover be refused, as not found.
  */
-export type Reason = 'read' | 'unauthenticated' | 'foreign' | 'unknown' | 'bad-body';
+export type Reason = 'read' | 'foreign-read' | 'unauthenticated' | 'foreign' | 'unknown' | 'bad-body';
 
 export interface Actor {
   label: string;
@@ -304,7 +305,9 @@ const anyBody = fc.oneof(
 // ---- requests ----
 
 export function reasonsFor(route: RouteInfo): Reason[] {
-  if (READ_METHODS.has(route.method)) return ['read'];
+  if (READ_METHODS.has(route.method)) {
+    return route.surface === 'api' && route.params.length > 0 && !READABLE_ACROSS_TENANTS.has(route.key) ? ['read', 'foreign-read'] : ['read'];
+  }
   const out: Reason[] = [];
   if (route.surface === 'api') out.push('unauthenticated');
   if (route.surface === 'api' && route.params.length > 0) out.push('foreign');
@@ -384,6 +387,13 @@ export function requestArb(route: RouteInfo, world: World): fc.Arbitrary<FuzzReq
         },
         { arbitrary: build('read', anyone, each((p) => seg([...anyReal(p), ...anyReal(p), unknown, dot])), fc.constant(undefined)), weight: 1 },
       ),
+    // A principal of one tenant reading what the other's path values name: no dot segments, which
+    // could resolve onto the caller's own lists.
+    'foreign-read': () =>
+      fc.constantFrom(...world.actors.filter((x) => x.kind === 'tenant')).chain((actor) => {
+        const victim = actor.tenant === 'a' ? b : a;
+        return build('foreign-read', [actor], each((p) => seg(real(victim, p).length ? [...real(victim, p), ...real(victim, p), unknown] : [unknown])), fc.constant(undefined));
+      }),
     unauthenticated: () =>
       build('unauthenticated', world.actors.filter((x) => x.kind === 'unauthenticated'), each((p) => seg([...anyReal(p), unknown, dot])), anyBody),
     foreign: () =>
@@ -410,7 +420,7 @@ export function requestArb(route: RouteInfo, world: World): fc.Arbitrary<FuzzReq
       }),
   };
   // Who-may-act and body refusals have the most paths through a handler: they are drawn more often.
-  const weight: Record<Reason, number> = { read: 1, unauthenticated: 1, foreign: 3, unknown: 2, 'bad-body': 2 };
+  const weight: Record<Reason, number> = { read: 2, 'foreign-read': 1, unauthenticated: 1, foreign: 3, unknown: 2, 'bad-body': 2 };
   return fc.oneof(...reasons.map((r) => ({ arbitrary: byReason[r](), weight: weight[r] })));
 }
 

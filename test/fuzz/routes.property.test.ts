@@ -6,7 +6,7 @@ import { createUserWithToken, startTestServer } from '../helpers/server.js';
 import { actorsFor, normalizedPath, reasonsFor, requestArb, type FuzzRequest, type World } from './generators.js';
 import { KNOWN_DEFECTS, type Observation } from './known-defects.js';
 import { rawRequest, type RawResponse } from './raw-http.js';
-import { BODY_VALIDATING_ROUTES, DOCUMENTED_EFFECTS, isRegistrySurface, READ_METHODS, registeredRoutes } from './routes.js';
+import { BODY_VALIDATING_ROUTES, DOCUMENTED_EFFECTS, isRegistrySurface, READABLE_ACROSS_TENANTS, READ_METHODS, registeredRoutes } from './routes.js';
 import { seedTenant } from './seed.js';
 import { changes, StoreWatcher, type StoreSnapshot } from './snapshot.js';
 
@@ -15,7 +15,7 @@ import { changes, StoreWatcher, type StoreSnapshot } from './snapshot.js';
  * no 5xx; every 4xx carries an error body in its surface's format (JSON:API errors on /api and
  * capability URLs, {"errors":["…"]} on the registry protocol) and does not echo huge input;
  * a mutation is refused (and, when refused for who is asking, with 401 or 404 whatever its
- * body); and nothing changed in the store or the blob store. See generators.ts for why every
+ * body); a read of the other tenant's resources is 404; and nothing changed in the store or the blob store. See generators.ts for why every
  * generated mutation must be refused.
  *
  * Settings: FUZZ_RUNS (runs per route, default 15; raise it for longer local runs), FUZZ_SEED
@@ -91,7 +91,7 @@ describe('the route list', () => {
 
   it('names only routes that exist in the tables the generators use', () => {
     const keys = new Set(routes.map((r) => r.key));
-    for (const key of [...BODY_VALIDATING_ROUTES, ...DOCUMENTED_EFFECTS.map((e) => e.route)]) expect(keys, key).toContain(key);
+    for (const key of [...BODY_VALIDATING_ROUTES, ...READABLE_ACROSS_TENANTS, ...DOCUMENTED_EFFECTS.map((e) => e.route)]) expect(keys, key).toContain(key);
   });
 
   it('gives every mutation a reason to be refused', () => {
@@ -140,7 +140,7 @@ async function check(req: FuzzRequest): Promise<void> {
 
   if (res.status >= 500) problems.push({ failure: 'server-error', message: `answered ${res.status}: ${text.slice(0, 300)}` });
   if (!READ_METHODS.has(req.method) && res.status < 400) problems.push({ failure: 'not-refused', message: `a mutation that must be refused answered ${res.status}` });
-  if (req.reason === 'unauthenticated' || req.reason === 'foreign') {
+  if (req.reason === 'unauthenticated' || req.reason === 'foreign' || req.reason === 'foreign-read') {
     const allowed = [401, 404, ...((req.body?.length ?? 0) > maxJsonBody ? [413] : [])];
     if (!allowed.includes(res.status)) {
       problems.push({ failure: 'refusal-status', message: `refused for who is asking, so expected ${allowed.join(' or ')}, got ${res.status}: ${text.slice(0, 300)}` });

@@ -63,6 +63,13 @@ export function valueKind(routePath: string, param: string): string {
 }
 
 /**
+ * Reads another tenant's principal may make: user profiles are visible to every authenticated
+ * caller (e-mail addresses only to the user and site admins). Every other /api read of a path
+ * naming the other tenant's resources must be 404.
+ */
+export const READABLE_ACROSS_TENANTS = new Set(['GET /api/v2/users/:user_id']);
+
+/**
  * Mutations that must refuse a body that is invalid as a document (not JSON, not an object,
  * "data" of the wrong shape or type, empty, or sent as the wrong media type) even from a
  * principal who may act: for these the generators send such bodies with real resources and
