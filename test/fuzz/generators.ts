@@ -306,7 +306,9 @@ const anyBody = fc.oneof(
 
 export function reasonsFor(route: RouteInfo): Reason[] {
   if (READ_METHODS.has(route.method)) {
-    return route.surface === 'api' && route.params.length > 0 && !READABLE_ACROSS_TENANTS.has(route.key) ? ['read', 'foreign-read'] : ['read'];
+    // The JSON:API only: the registry protocol serves modules shared across organizations.
+    const foreignRead = route.path.startsWith('/api/v2/') && route.params.length > 0 && !READABLE_ACROSS_TENANTS.has(route.key);
+    return foreignRead ? ['read', 'foreign-read'] : ['read'];
   }
   const out: Reason[] = [];
   if (route.surface === 'api') out.push('unauthenticated');

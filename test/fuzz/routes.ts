@@ -1,4 +1,5 @@
 import type { Hono } from 'hono';
+import { isRegistryPath } from '../../src/http/surface.js';
 
 /** A route the app registers, as Hono lists it. */
 export interface RouteInfo {
@@ -17,10 +18,8 @@ export interface RouteInfo {
 
 export const READ_METHODS = new Set(['GET', 'HEAD']);
 
-/** The JSON:API paths that answer in the registry protocol's format instead ({"errors":["…"]}). */
-export function isRegistrySurface(path: string): boolean {
-  return path === '/v1' || path.startsWith('/v1/') || path.startsWith('/v2/') || path.startsWith('/.well-known/');
-}
+/** Which error format a path answers in: the registry protocol's ({"errors":["…"]}) or JSON:API's. */
+export const isRegistrySurface = isRegistryPath;
 
 /**
  * Every route of the app, from its own route table: a route added later is fuzzed without
@@ -36,10 +35,10 @@ export function registeredRoutes(app: Hono<any>): RouteInfo[] {
       .split('/')
       .filter((s) => s.startsWith(':'))
       .map((s) => s.slice(1));
-    const surface = r.path.startsWith('/api/')
-      ? 'api'
-      : isRegistrySurface(r.path)
-        ? 'registry'
+    const surface = isRegistrySurface(r.path)
+      ? 'registry'
+      : r.path.startsWith('/api/')
+        ? 'api'
         : params.length > 0
           ? 'capability'
           : 'ops';
@@ -50,12 +49,16 @@ export function registeredRoutes(app: Hono<any>): RouteInfo[] {
 
 /**
  * Which pool of real values a path parameter draws from: module coordinates share one pool
- * wherever they appear; every other parameter is named by the static segment before it
- * ("teams/:id" → "teams.id"), so the ids of one resource kind are not thrown at another's
- * parameter (they still are, as unknown values, through the hostile pool).
+ * wherever they appear (":namespace" or go-tfe's ":organization" before ":name"); every other
+ * parameter is named by the static segment before it ("teams/:id" → "teams.id"), so the ids of
+ * one resource kind are not thrown at another's parameter (they still are, as unknown values,
+ * through the hostile pool). A parameter with no pool gets unknown values only.
  */
 export function valueKind(routePath: string, param: string): string {
-  if (routePath.includes('/:namespace') && ['namespace', 'name', 'provider', 'version'].includes(param)) return `module.${param}`;
+  if (/\/:(namespace|organization)\/:name(\/|$)/.test(routePath) && ['namespace', 'organization', 'name', 'provider', 'version'].includes(param)) {
+    return `module.${param === 'organization' ? 'namespace' : param}`;
+  }
+  if (param === 'organization') return 'organizations.org';
   const segs = routePath.split('/');
   const i = segs.indexOf(`:${param}`);
   for (let j = i - 1; j >= 0; j--) if (!segs[j]!.startsWith(':') && segs[j] !== '') return `${segs[j]}.${param}`;
