@@ -34,15 +34,6 @@ export const KNOWN_DEFECTS: { id: string; description: string; matches: (o: Obse
     matches: (o) => o.failure === 'server-error' && o.status === 500 && queryValues(o.req.target).some(([k, v]) => PAGING.includes(k) && /^\d{16,}$/.test(v)),
   },
   {
-    id: 'workspace-patch-reads-body-first',
-    description: 'a principal who may see but not manage a workspace gets the body validated (4xx) before the permission check (404)',
-    matches: (o) =>
-      o.failure === 'refusal-status' &&
-      o.req.reason === 'foreign' &&
-      (o.req.routeKey === 'PATCH /api/v2/workspaces/:workspace_id' || o.req.routeKey === 'PATCH /api/v2/organizations/:org/workspaces/:name') &&
-      [400, 415, 422].includes(o.status),
-  },
-  {
     id: 'huge-input-echoed',
     description: 'a 4xx echoes a huge input value in full',
     matches: (o) => o.failure === 'oversized-error' && [400, 422].includes(o.status),

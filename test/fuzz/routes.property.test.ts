@@ -105,9 +105,9 @@ describe.each(routes.map((r) => [r.key, r] as const))('%s', (_key, route) => {
     async () => {
       await fc.assert(
         fc.asyncProperty(requestArb(route, world), async (req) => {
-          await check(req);
+          const get = await check(req);
           // HEAD is GET without the body: every GET is asked both ways (Hono answers HEAD through the GET handler).
-          if (req.method === 'GET') await check({ ...req, method: 'HEAD' });
+          if (req.method === 'GET') await check({ ...req, method: 'HEAD' }, get);
         }),
         { numRuns: RUNS, seed: SEED, endOnFailure: process.env.FUZZ_SHRINK !== '1' },
       );
@@ -122,7 +122,8 @@ function describeRequest(req: FuzzRequest): string {
   return `${req.method} ${target} as ${req.actor} (${req.reason}), ${body}`;
 }
 
-async function check(req: FuzzRequest): Promise<void> {
+/** Checks one request; returns its answer. twin: the GET a HEAD repeats (a HEAD answer has no body to read). */
+async function check(req: FuzzRequest, twin?: { status: number; text: string }): Promise<{ status: number; text: string }> {
   let before = last;
   last = undefined;
   before ??= await watcher.take();
@@ -142,7 +143,8 @@ async function check(req: FuzzRequest): Promise<void> {
   if (!READ_METHODS.has(req.method) && res.status < 400) problems.push({ failure: 'not-refused', message: `a mutation that must be refused answered ${res.status}` });
   if (req.reason === 'unauthenticated' || req.reason === 'foreign' || req.reason === 'foreign-read') {
     const allowed = [401, 404, ...((req.body?.length ?? 0) > maxJsonBody ? [413] : [])];
-    if (!allowed.includes(res.status)) {
+    const explained = twin && req.method === 'HEAD' && twin.status === res.status ? twin.text : text;
+    if (!allowed.includes(res.status) && !queryParameterRefusal(req, res.status, explained)) {
       problems.push({ failure: 'refusal-status', message: `refused for who is asking, so expected ${allowed.join(' or ')}, got ${res.status}: ${text.slice(0, 300)}` });
     }
   }
@@ -166,6 +168,23 @@ async function check(req: FuzzRequest): Promise<void> {
     return false;
   });
   if (unexplained.length) throw new Error(`${describeRequest(req)}:\n${unexplained.map((p) => `  [${p.failure}] ${p.message}`).join('\n')}`);
+  return { status: res.status, text };
+}
+
+/**
+ * A 400 naming a malformed query parameter (source.parameter) may come before the question of
+ * who is asking: routes parse their input before the service authorizes, and the answer is the
+ * same whatever the path names, so it reveals nothing. Bodies are another matter (issue 15).
+ */
+function queryParameterRefusal(req: FuzzRequest, status: number, text: string): boolean {
+  if (status !== 400) return false;
+  try {
+    const parameter = JSON.parse(text)?.errors?.[0]?.source?.parameter;
+    const query = req.target.includes('?') ? new URLSearchParams(req.target.slice(req.target.indexOf('?') + 1)) : new URLSearchParams();
+    return typeof parameter === 'string' && query.has(parameter);
+  } catch {
+    return false;
+  }
 }
 
 /** The error body of a 4xx in the format of the surface the (normalized) path falls under; null if fine. */
