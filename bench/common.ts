@@ -180,6 +180,16 @@ export function readRss(pid: number): number | null {
   }
 }
 
+/** Median RSS over a second of idling. */
+export async function idleRss(pid: number): Promise<number> {
+  const samples: number[] = [];
+  for (let i = 0; i < 10; i++) {
+    samples.push(readRss(pid) ?? 0);
+    await sleep(100);
+  }
+  return median(samples);
+}
+
 /** CPU time (user + system) a process has used, in clock ticks (usually 1/100 s); null elsewhere. */
 export function readCpuTicks(pid: number): number | null {
   try {

@@ -13,7 +13,7 @@ import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
-import { ADMIN_TOKEN, MiB, RssSampler, fmtMiB, log, median, parseFlags, readRss, sleep, stopAll } from './common.js';
+import { ADMIN_TOKEN, MiB, RssSampler, fmtMiB, idleRss, log, parseFlags, stopAll } from './common.js';
 import { startTerrace } from './terrace.js';
 
 const flags = parseFlags(process.argv.slice(2), { 'state-mib': 'string', concurrent: 'string', root: 'string' });
@@ -62,15 +62,6 @@ function post(url: string, body: Buffer): Promise<number> {
     req.on('error', reject);
     req.end(body);
   });
-}
-
-async function idleRss(pid: number): Promise<number> {
-  const samples: number[] = [];
-  for (let i = 0; i < 10; i++) {
-    samples.push(readRss(pid) ?? 0);
-    await sleep(100);
-  }
-  return median(samples);
 }
 
 async function main(): Promise<void> {

@@ -5,6 +5,10 @@ import * as m0003 from './0003_registry.js';
 import * as m0004 from './0004_module_contents.js';
 import * as m0005 from './0005_workspaces_state.js';
 import * as m0007 from './0007_retention.js';
+import * as m0008 from './0008_workspace_tags_projects.js';
+import * as m0009 from './0009_encryption.js';
+import * as m0010 from './0010_runs_and_tasks.js';
+import * as m0011 from './0011_web_sessions.js';
 
 /** Forward-only, applied in key order at start. Never edit a migration that has shipped: add one. */
 export const migrations: Record<string, Migration> = {
@@ -14,4 +18,8 @@ export const migrations: Record<string, Migration> = {
   '0004_module_contents': m0004,
   '0005_workspaces_state': m0005,
   '0007_retention': m0007,
+  '0008_workspace_tags_projects': m0008,
+  '0009_encryption': m0009,
+  '0010_runs_and_tasks': m0010,
+  '0011_web_sessions': m0011,
 };

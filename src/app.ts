@@ -8,6 +8,7 @@ import { authorizationScope } from './http/authorized.js';
 import { clientClosed } from './http/body.js';
 import { ApiError, MAX_QUOTED_CHARS, notFound, payloadTooLarge, truncate } from './http/errors.js';
 import { isRegistryPath, renderError } from './http/surface.js';
+import { encryptionRoutes } from './encryption/routes.js';
 import { identityRoutes } from './identity/routes.js';
 import { loggablePath } from './logger.js';
 import { createMetrics } from './ops/metrics.js';
@@ -15,13 +16,19 @@ import { opsRoutes } from './ops/routes.js';
 import { membershipRoutes } from './organizations/membership-routes.js';
 import { organizationRelatedRoutes } from './organizations/related-routes.js';
 import { organizationRoutes } from './organizations/routes.js';
+import { projectRoutes } from './projects/routes.js';
 import { registryApiRoutes, uploadRoutes } from './registry/api.js';
+import { configurationUploadRoutes, isPlanJsonUpload, runRoutes } from './runs/routes.js';
+import { taskStageRoutes } from './runs/task-routes.js';
+import { runTaskRoutes } from './runtasks/routes.js';
 import { archiveRoutes } from './registry/archive-url.js';
 import { discoveryRoutes } from './registry/discovery.js';
 import { protocolRoutes } from './registry/protocol.js';
 import { isStateVersionCreate, stateFileRoutes, stateRoutes } from './state/routes.js';
 import { teamRoutes } from './teams/routes.js';
+import { webRoutes } from './web/routes.js';
 import { workspaceRoutes } from './workspaces/routes.js';
+import { workspaceTagRoutes } from './workspaces/tags-routes.js';
 
 /** Headers go-tfe and Terraform's cloud backend read from every /api/v2 response. */
 const TFE_HEADERS: Record<string, string> = {
@@ -65,8 +72,10 @@ export function createApp(deps: Deps): Hono<AppEnv> {
       throw payloadTooLarge(`the request body exceeds the limit of ${deps.config.maxJsonBodyBytes} bytes`);
     },
   });
-  // State version creation carries whole state files and applies its own limit (state/routes.ts).
-  app.use('/api/*', (c, next) => (isStateVersionCreate(c.req.method, c.req.path) ? next() : jsonBodyLimit(c, next)));
+  // State version creation and plan JSON carry whole documents and apply their own limits.
+  app.use('/api/*', (c, next) =>
+    isStateVersionCreate(c.req.method, c.req.path) || isPlanJsonUpload(c.req.method, c.req.path) ? next() : jsonBodyLimit(c, next),
+  );
   app.use('/api/*', authenticate(deps));
   app.use('/v1/*', authenticate(deps));
   app.use('/v2/*', authenticate(deps));
@@ -75,17 +84,25 @@ export function createApp(deps: Deps): Hono<AppEnv> {
   app.route('/', discoveryRoutes());
   app.get('/api/v2/ping', (c) => c.body(null, 204));
   app.route('/api/v2', identityRoutes(deps));
+  app.route('/api/v2', encryptionRoutes(deps));
   app.route('/api/v2', organizationRoutes(deps));
   app.route('/api/v2', organizationRelatedRoutes(deps));
   app.route('/api/v2', membershipRoutes(deps));
   app.route('/api/v2', teamRoutes(deps));
   app.route('/api/v2', registryApiRoutes(deps));
   app.route('/api/v2', workspaceRoutes(deps));
+  app.route('/api/v2', workspaceTagRoutes(deps));
+  app.route('/api/v2', projectRoutes(deps));
   app.route('/api/v2', stateRoutes(deps));
+  app.route('/api/v2', runTaskRoutes(deps));
+  app.route('/api/v2', runRoutes(deps));
+  app.route('/api/v2', taskStageRoutes(deps));
   app.route('/', protocolRoutes(deps));
   app.route('/', archiveRoutes(deps));
   app.route('/', uploadRoutes(deps));
   app.route('/', stateFileRoutes(deps));
+  app.route('/', configurationUploadRoutes(deps));
+  app.route('/', webRoutes(deps));
 
   app.notFound((c) => {
     const where = `${c.req.method} ${truncate(c.req.path, MAX_QUOTED_CHARS)}`;

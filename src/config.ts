@@ -1,4 +1,5 @@
 import path from 'node:path';
+import { DEFAULT_KEY_ID, KEY_ID_PATTERN, type ServerKey } from './secrets.js';
 
 /**
  * Every setting Terrace reads, typed. The README's configuration table mirrors SETTINGS below:
@@ -13,11 +14,21 @@ export interface Config {
   tlsCert: string | undefined;
   tlsKey: string | undefined;
   secretKey: string | undefined;
+  /** TERRACE_ENCRYPTION_KEYS, in order: the first is current, every one decrypts. */
+  encryptionKeys: ServerKey[];
+  /** Blobs or secrets the upkeep handles per transaction. */
+  encryptionBatchSize: number;
+  /** Pause between the upkeep's batches, so a large migration does not hog the disk and database. */
+  encryptionBatchPauseMs: number;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   maxJsonBodyBytes: number;
   maxArchiveBytes: number;
   maxArchiveEntries: number;
   maxArchiveUnpackedBytes: number;
+  /** Decompression-bomb bound: unpacked at most this many times the compressed size (0: off)… */
+  maxArchiveRatio: number;
+  /** …except below this many unpacked bytes, where the ratio is not applied. */
+  archiveRatioFloorBytes: number;
   inspectTimeoutMs: number;
   inspectMaxHeapMb: number;
   archiveUrlTtlSeconds: number;
@@ -55,10 +66,24 @@ export interface Config {
   retentionSweepIntervalSeconds: number;
   /** Records (state versions, …) the sweep removes per transaction. */
   retentionBatchSize: number;
+  /** How long a job's claim holds before another runner may take over from a crashed holder. */
+  jobLeaseSeconds: number;
   /** Run background jobs (state processing, upload expiry, retention sweeps) in this process. */
   jobsEnabled: boolean;
   /** Largest state file (and JSON state) accepted, decoded. */
   maxStateBytes: number;
+  /** Largest configuration version (tar.gz) accepted at its upload URL. */
+  maxConfigurationVersionBytes: number;
+  /** Largest plan JSON an executor may hand over for a run. */
+  maxPlanJsonBytes: number;
+  /** Time limit of one outbound run task request (verification or delivery), in ms. */
+  runTaskRequestTimeoutMs: number;
+  /** How long a web UI session lasts from sign-in, in seconds (server-side expiry). */
+  sessionTtlSeconds: number;
+  /** Whether TERRACE_PUBLIC_URL was set: pages then show its host, else the host the browser used. */
+  publicUrlConfigured: boolean;
+  /** OpenID Connect single sign-on for the web UI; undefined when not configured. */
+  oidc: { issuer: string; clientId: string; clientSecret: string; scopes: string } | undefined;
 }
 
 export class ConfigError extends Error {
@@ -124,6 +149,30 @@ function url(env: Env, name: string): string | undefined {
 
 const MiB = 1024 * 1024;
 
+/** "id:base64key,id:base64key": 32-byte keys, unique ids; the first is current. */
+function encryptionKeys(env: Env): ServerKey[] {
+  const name = 'TERRACE_ENCRYPTION_KEYS';
+  const raw = str(env, name);
+  if (raw === undefined) return [];
+  const keys: ServerKey[] = [];
+  for (const entry of raw.split(',').map((e) => e.trim())) {
+    const colon = entry.indexOf(':');
+    const id = colon < 0 ? '' : entry.slice(0, colon);
+    if (!KEY_ID_PATTERN.test(id)) {
+      throw new ConfigError(name, 'must be a comma-separated list of id:base64key, each id 1-32 letters, digits, "-" or "_"');
+    }
+    if (id === DEFAULT_KEY_ID) throw new ConfigError(name, `the id "${DEFAULT_KEY_ID}" is reserved for TERRACE_SECRET_KEY (or secret.key): choose another`);
+    if (keys.some((k) => k.id === id)) throw new ConfigError(name, `the id "${id}" is listed twice`);
+    const b64 = entry.slice(colon + 1);
+    const material = Buffer.from(b64, 'base64');
+    if (!/^[A-Za-z0-9+/]+={0,2}$/.test(b64) || material.length !== 32) {
+      throw new ConfigError(name, `the key "${id}" must be 32 random bytes in base64 (for example: openssl rand -base64 32)`);
+    }
+    keys.push({ id, material });
+  }
+  return keys;
+}
+
 /** Reads and validates the environment. Throws ConfigError naming the variable on a bad value. */
 export function loadConfig(env: Env = process.env, cwd = process.cwd()): Config {
   const port = int(env, 'PORT', 8080, 0, 65535);
@@ -152,6 +201,15 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): Config 
     throw new ConfigError('TERRACE_S3_BUCKET', 'is required when TERRACE_BLOB_DRIVER=s3');
   }
 
+  const oidcIssuer = url(env, 'TERRACE_OIDC_ISSUER');
+  const oidcClientId = str(env, 'TERRACE_OIDC_CLIENT_ID');
+  const oidcClientSecret = str(env, 'TERRACE_OIDC_CLIENT_SECRET');
+  if (oidcIssuer && (!oidcClientId || !oidcClientSecret)) {
+    throw new ConfigError(oidcClientId ? 'TERRACE_OIDC_CLIENT_SECRET' : 'TERRACE_OIDC_CLIENT_ID', 'is required when TERRACE_OIDC_ISSUER is set');
+  }
+  const oidcScopes = str(env, 'TERRACE_OIDC_SCOPES') ?? 'openid email profile';
+  if (oidcIssuer && !oidcScopes.split(/\s+/).includes('openid')) throw new ConfigError('TERRACE_OIDC_SCOPES', 'must include openid');
+
   return {
     port,
     host,
@@ -161,11 +219,16 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): Config 
     tlsCert,
     tlsKey,
     secretKey,
+    encryptionKeys: encryptionKeys(env),
+    encryptionBatchSize: int(env, 'TERRACE_ENCRYPTION_BATCH_SIZE', 50, 1, 10_000),
+    encryptionBatchPauseMs: int(env, 'TERRACE_ENCRYPTION_BATCH_PAUSE_MS', 0, 0, 60_000),
     logLevel: oneOf(env, 'TERRACE_LOG_LEVEL', 'info', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const),
     maxJsonBodyBytes: int(env, 'TERRACE_MAX_BODY_BYTES', 1 * MiB, 1024, 1024 * MiB),
     maxArchiveBytes: int(env, 'TERRACE_MAX_ARCHIVE_BYTES', 512 * MiB, 1024, 64 * 1024 * MiB),
     maxArchiveEntries: int(env, 'TERRACE_MAX_ARCHIVE_ENTRIES', 10_000, 1, 10_000_000),
     maxArchiveUnpackedBytes: int(env, 'TERRACE_MAX_ARCHIVE_UNPACKED_BYTES', 2048 * MiB, 1024, 256 * 1024 * MiB),
+    maxArchiveRatio: int(env, 'TERRACE_MAX_ARCHIVE_RATIO', 100, 0, 1_000_000),
+    archiveRatioFloorBytes: int(env, 'TERRACE_ARCHIVE_RATIO_FLOOR_BYTES', 10 * MiB, 0, 256 * 1024 * MiB),
     inspectTimeoutMs: int(env, 'TERRACE_INSPECT_TIMEOUT_MS', 10_000, 1, 600_000),
     inspectMaxHeapMb: int(env, 'TERRACE_INSPECT_MAX_HEAP_MB', 256, 16, 8192),
     archiveUrlTtlSeconds: int(env, 'TERRACE_ARCHIVE_URL_TTL', 300, 10, 7 * 24 * 3600),
@@ -196,6 +259,13 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): Config 
     retentionSweepIntervalSeconds: int(env, 'TERRACE_RETENTION_SWEEP_INTERVAL', 3600, 60, 7 * 24 * 3600),
     retentionBatchSize: int(env, 'TERRACE_RETENTION_BATCH_SIZE', 100, 1, 10_000),
     jobsEnabled: bool(env, 'TERRACE_JOBS', true),
+    jobLeaseSeconds: int(env, 'TERRACE_JOB_LEASE_SECONDS', 60, 3, 3600),
     maxStateBytes: int(env, 'TERRACE_MAX_STATE_BYTES', 64 * MiB, 1024, 4096 * MiB),
+    maxConfigurationVersionBytes: int(env, 'TERRACE_MAX_CONFIGURATION_VERSION_BYTES', 512 * MiB, 1024, 64 * 1024 * MiB),
+    maxPlanJsonBytes: int(env, 'TERRACE_MAX_PLAN_JSON_BYTES', 256 * MiB, 1024, 16 * 1024 * MiB),
+    runTaskRequestTimeoutMs: int(env, 'TERRACE_RUN_TASK_REQUEST_TIMEOUT_MS', 10_000, 100, 120_000),
+    sessionTtlSeconds: int(env, 'TERRACE_SESSION_TTL', 8 * 3600, 300, 30 * 24 * 3600),
+    publicUrlConfigured: str(env, 'TERRACE_PUBLIC_URL') !== undefined,
+    oidc: oidcIssuer ? { issuer: oidcIssuer, clientId: oidcClientId!, clientSecret: oidcClientSecret!, scopes: oidcScopes } : undefined,
   };
 }

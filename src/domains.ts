@@ -2,9 +2,14 @@ import type { Config } from './config.js';
 import type { JobHandler, JobKind, RecurringJob } from './jobs/runner.js';
 import { registerOrganizationCreateHook } from './organizations/hooks.js';
 import { retentionSweepJob, RETENTION_SWEEP, registerRetentionParticipant, sweepRetention } from './organizations/retention-sweep.js';
+import { createDefaultProject } from './projects/service.js';
 import { stateJobHandlers } from './state/processing.js';
 import { stateRetentionParticipant } from './state/retention.js';
+import { deliveryJobHandlers } from './runs/delivery.js';
+import { runRetentionParticipant } from './runs/retention.js';
 import { createOwnersTeam } from './teams/service.js';
+import { registerSealedBlobColumn, registerSealedColumn } from './encryption/registry.js';
+import { ENCRYPTION_UPKEEP, runEncryptionUpkeep } from './encryption/upkeep.js';
 
 /**
  * Where the domains meet, at start-up: how domains take part in each other's work, registered
@@ -13,12 +18,24 @@ import { createOwnersTeam } from './teams/service.js';
  */
 export function registerDomainHooks(): void {
   registerOrganizationCreateHook(createOwnersTeam);
+  registerOrganizationCreateHook(createDefaultProject);
   registerRetentionParticipant(stateRetentionParticipant);
+  // Encryption at rest: sensitive output values are sealed with secrets.encrypt(); state blobs
+  // stored before encryption are sealed by the upkeep job. One line per column.
+  registerSealedColumn({ table: 'state_version_outputs', idColumn: 'id', column: 'value' });
+  registerSealedBlobColumn({ table: 'state_versions', idColumn: 'id', column: 'blob_key' });
+  registerSealedBlobColumn({ table: 'state_versions', idColumn: 'id', column: 'json_state_blob_key' });
+  registerSealedBlobColumn({ table: 'state_versions', idColumn: 'id', column: 'json_outputs_blob_key' });
+  registerSealedColumn({ table: 'run_tasks', idColumn: 'id', column: 'hmac_key_sealed' });
+  registerSealedColumn({ table: 'task_results', idColumn: 'id', column: 'access_token_sealed' });
+  registerSealedBlobColumn({ table: 'configuration_versions', idColumn: 'id', column: 'blob_key' });
+  registerSealedBlobColumn({ table: 'runs', idColumn: 'id', column: 'plan_json_blob_key' });
+  registerRetentionParticipant(runRetentionParticipant);
 }
 
 /** Every job kind this build knows, by domain. A runner claims only kinds listed here. */
 export function jobHandlers(): Record<string, JobHandler | JobKind> {
-  return { ...stateJobHandlers, [RETENTION_SWEEP]: sweepRetention };
+  return { ...stateJobHandlers, ...deliveryJobHandlers, [RETENTION_SWEEP]: sweepRetention, [ENCRYPTION_UPKEEP]: runEncryptionUpkeep };
 }
 
 /** The kinds that repeat, each one row that is rescheduled after every run. */

@@ -16,7 +16,8 @@ export function randomBase62(length: number): string {
 
 export type IdPrefix =
   | 'user' | 'at' | 'org' | 'team' | 'ou' | 'apool' | 'drp' | 'ws' | 'sv' | 'wsout'
-  | 'oc' | 'ot' | 've' | 'task' | 'wstask' | 'taskrs' | 'ts' | 'run' | 'cv' | 'mod' | 'modver' | 'job';
+  | 'oc' | 'ot' | 've' | 'task' | 'wstask' | 'taskrs' | 'ts' | 'run' | 'cv' | 'mod' | 'modver' | 'job'
+  | 'prj' | 'tag' | 'tb' | 'dk' | 'tro';
 
 /** The one id generator: HCP-style prefix plus a 16-character random suffix. */
 export function newId(prefix: IdPrefix): string {

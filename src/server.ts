@@ -6,6 +6,9 @@ import path from 'node:path';
 import { serve, type ServerType } from '@hono/node-server';
 import { createApp } from './app.js';
 import { createBlobStore, FsBlobStore } from './blobs/index.js';
+import { SealedBlobStore } from './blobs/sealed.js';
+import { dataKeyStore } from './encryption/store.js';
+import { ENCRYPTION_UPKEEP, upkeepPending } from './encryption/upkeep.js';
 import { systemClock, type Clock } from './clock.js';
 import type { Config } from './config.js';
 import { migrate, openSqlite } from './db/index.js';
@@ -13,7 +16,7 @@ import type { Deps } from './deps.js';
 import { guardConnections } from './http/connection-guard.js';
 import { ensureAdminToken } from './identity/bootstrap.js';
 import { jobHandlers, recurringJobs, registerDomainHooks } from './domains.js';
-import { JobRunner } from './jobs/runner.js';
+import { enqueueOnce, JobRunner } from './jobs/runner.js';
 import { createLogger, type Logger } from './logger.js';
 import { recoverRegistry } from './registry/recovery.js';
 import { Secrets } from './secrets.js';
@@ -39,7 +42,7 @@ export interface StartOptions {
 export async function startServer(config: Config, opts: StartOptions = {}): Promise<RunningServer> {
   const logger = opts.logger ?? createLogger(config.logLevel);
   fs.mkdirSync(config.dataDir, { recursive: true });
-  const { secrets, generated } = Secrets.load(config.dataDir, config.secretKey);
+  const { secrets, generated } = Secrets.load(config.dataDir, config.secretKey, config.encryptionKeys);
   if (generated) logger.info('generated a new server secret key in the data directory');
 
   const store = openSqlite(path.join(config.dataDir, 'terrace.db'));
@@ -50,14 +53,18 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
     await store.close();
     throw err;
   }
-  const blobs = createBlobStore({ driver: config.blobDriver, dataDir: config.dataDir, s3: config.s3 });
-  const deps: Deps = { config: { ...config }, store, db: store.db, blobs, clock: opts.clock ?? systemClock, logger, secrets };
+  const clock = opts.clock ?? systemClock;
+  const stored = createBlobStore({ driver: config.blobDriver, dataDir: config.dataDir, s3: config.s3 });
+  const blobs = new SealedBlobStore(stored, secrets, dataKeyStore(store.db, clock));
+  const deps: Deps = { config: { ...config }, store, db: store.db, blobs, clock, logger, secrets };
   const generatedAdminToken = await ensureAdminToken(deps);
-  if (blobs instanceof FsBlobStore) await blobs.sweepTemp(0);
+  if (stored instanceof FsBlobStore) await stored.sweepTemp(0);
   await recoverRegistry(deps);
   registerDomainHooks();
-  const jobs = new JobRunner(deps, jobHandlers(), { recurring: recurringJobs(config) });
+  const jobs = new JobRunner(deps, jobHandlers(), { recurring: recurringJobs(config), leaseMs: config.jobLeaseSeconds * 1000 });
   await jobs.ensureRecurring();
+  // A start may bring a new current key, or find blobs from before encryption: then the upkeep runs at once.
+  if (await upkeepPending(deps)) await enqueueOnce(deps.db, ENCRYPTION_UPKEEP, { run: null }, clock.now());
   if (config.jobsEnabled) jobs.start();
   const app = createApp(deps);
 

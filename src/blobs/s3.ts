@@ -189,19 +189,22 @@ export class S3BlobStore implements BlobStore {
 }
 
 /**
- * attachment; filename="…" with quotes, backslashes and control characters replaced, plus the
- * RFC 6266 filename* form when the name is not plain ASCII.
+ * attachment;filename="…" with quotes, backslashes and control characters replaced, plus the
+ * RFC 6266 filename* form when the name is not plain ASCII. No spaces (the grammar needs none
+ * around ";"): the value travels in a presigned query, and go-getter re-encodes that query
+ * before fetching, turning a space into "+", which not every S3-compatible store reads back
+ * as a space, so the signature would no longer match. Spaces in the name become "_".
  */
 export function contentDisposition(filename: string): string {
   // eslint-disable-next-line no-control-regex
-  const ascii = filename.replace(/[\u0000-\u001f\u007f"\\]/g, '_').replace(/[^\x20-\x7e]/g, '_');
-  const header = `attachment; filename="${ascii}"`;
+  const ascii = filename.replace(/[\u0000-\u001f\u007f"\\ ]/g, '_').replace(/[^\x20-\x7e]/g, '_');
+  const header = `attachment;filename="${ascii}"`;
   if (ascii === filename) return header;
   const encoded = encodeURIComponent(filename).replace(
     /['()*]/g,
     (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`,
   );
-  return `${header}; filename*=UTF-8''${encoded}`;
+  return `${header};filename*=UTF-8''${encoded}`;
 }
 
 function isNotFound(err: unknown): boolean {

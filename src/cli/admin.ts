@@ -7,7 +7,7 @@ import { allPages, confirm, table } from './ui.js';
 const seg = encodeURIComponent;
 const yes = { yes: { type: 'boolean' as const, short: 'y', description: 'do not ask for confirmation' } };
 const orgOption = { org: { type: 'string' as const, value: '<org>', description: 'the organization (required)' } };
-const PERMISSIONS = ['manage-modules', 'manage-vcs-settings', 'manage-workspaces', 'read-state-outputs'];
+const PERMISSIONS = ['manage-modules', 'manage-projects', 'manage-run-tasks', 'manage-vcs-settings', 'manage-workspaces', 'read-state-outputs'];
 
 function requireOrg(p: Parameters<Command['run']>[1]): string {
   const org = str(p, 'org');

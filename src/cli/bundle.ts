@@ -76,7 +76,7 @@ async function exportBundle(ctx: Ctx, api: Api, file: string, orgs: string[], mo
           const dl = await api.registry(`${seg(ref.org)}/${seg(ref.name)}/${seg(ref.provider)}/${seg(version)}/download`, `downloading ${label}`, { expect: [204, 200] });
           const location = dl.headers.get('x-terraform-get');
           if (!location) throw new CliError(`downloading ${label}: the server gave no X-Terraform-Get location`, EXIT.failed);
-          const archiveUrl = new URL(location, new URL(`${seg(ref.org)}/${seg(ref.name)}/${seg(ref.provider)}/${seg(version)}/download`, api.target.modules));
+          const archiveUrl = getterUrl(new URL(location, new URL(`${seg(ref.org)}/${seg(ref.name)}/${seg(ref.provider)}/${seg(version)}/download`, api.target.modules)));
           const res = await fetchRetrying(archiveUrl, {}, { idempotent: true });
           if (res.status !== 200 || !res.body) throw new CliError(`downloading ${label}: the archive URL answered ${res.status}`, EXIT.failed);
           const rel = `archives/${ref.org}/${ref.name}/${ref.provider}/${version}.tar.gz`;
@@ -105,6 +105,22 @@ async function exportBundle(ctx: Ctx, api: Api, file: string, orgs: string[], mo
   } finally {
     fs.rmSync(staging, { recursive: true, force: true });
   }
+}
+
+/**
+ * The URL a getter fetches for an X-Terraform-Get value: without go-getter's own parameters
+ * (checksum, archive), which are instructions to the client, not part of the signed URL (a
+ * presigned S3 URL refuses parameters it was not signed with). The other parameters keep their
+ * bytes. The archive's sha256 is checked against the registry's after the download.
+ */
+export function getterUrl(url: URL): URL {
+  const kept = url.search
+    .slice(1)
+    .split('&')
+    .filter((part) => part !== '' && !['checksum', 'archive'].includes(part.split('=')[0]!));
+  const out = new URL(url);
+  out.search = kept.length ? `?${kept.join('&')}` : '';
+  return out;
 }
 
 export interface VerifiedBundle { manifest: Manifest; dir: string; archives: Map<string, string>; cleanup(): void }

@@ -6,6 +6,7 @@ import { bundleCommands } from './bundle.js';
 import { connect, type Api } from './client.js';
 import type { Command, Ctx, OptionSpec, Parsed } from './command.js';
 import { completionCommand } from './completion.js';
+import { encryptionCommands } from './encryption.js';
 import { CliError, EXIT, usageError } from './errors.js';
 import { loginCommands } from './login.js';
 import { moduleCommands } from './modules.js';
@@ -19,7 +20,7 @@ export const GLOBAL_OPTIONS: Record<string, OptionSpec> = {
 };
 
 export function allCommands(): Command[] {
-  return [...loginCommands, publishCommand, ...moduleCommands, ...adminCommands, ...bundleCommands, completionCommand];
+  return [...loginCommands, publishCommand, ...moduleCommands, ...adminCommands, ...encryptionCommands, ...bundleCommands, completionCommand];
 }
 
 /** Groups ("orgs", "teams", …) and their one-line descriptions, for help and completion. */
@@ -30,6 +31,7 @@ export const GROUPS: Record<string, string> = {
   members: 'list, invite and remove organization members',
   tokens: 'list, create and delete user API tokens',
   users: 'create users (site admins)',
+  admin: 'site administration: the encryption at rest status',
   bundle: 'export modules to one file and import it elsewhere (air-gapped sites)',
 };
 

@@ -177,8 +177,44 @@ export interface WorkspacesTable {
   locked_by_id: string | null;
   lock_reason: string | null;
   current_state_version_id: string | null;
+  /** The project holding the workspace (every workspace has one; see migration 0008). */
+  project_id: string;
   created_at: string;
   updated_at: string;
+}
+
+export interface ProjectsTable {
+  id: string;
+  organization_id: string;
+  name: string;
+  name_lower: string;
+  description: string;
+  is_default: number;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface TagsTable {
+  id: string;
+  organization_id: string;
+  name: string;
+  created_at: string;
+}
+
+export interface WorkspaceTagsTable {
+  workspace_id: string;
+  tag_id: string;
+  created_at: string;
+}
+
+/** A key/value tag on a workspace or (inherited by its workspaces) on a project: exactly one of the two ids is set. */
+export interface TagBindingsTable {
+  id: string;
+  workspace_id: string | null;
+  project_id: string | null;
+  key: string;
+  value: string;
+  created_at: string;
 }
 
 export type StateVersionStatus = 'pending' | 'finalized';
@@ -221,6 +257,141 @@ export interface StateVersionOutputsTable {
   value: string;
 }
 
+/** A sealed blob's data key, wrapped by the server key key_id (see src/blobs/sealed.ts). */
+export interface BlobDataKeysTable {
+  id: string;
+  blob_key: string;
+  key_id: string;
+  wrapped: string;
+  created_at: string;
+}
+
+export interface RunTasksTable {
+  id: string;
+  organization_id: string;
+  name: string;
+  name_lower: string;
+  url: string;
+  description: string;
+  category: string;
+  enabled: number;
+  /** Sealed with the server key; read and written only by runtasks/store.ts. */
+  hmac_key_sealed: string | null;
+  /** JSON {enabled, stages, enforcement-level}, or null. */
+  global_configuration: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface WorkspaceRunTasksTable {
+  id: string;
+  workspace_id: string;
+  task_id: string;
+  /** JSON array of stage names. */
+  stages: string;
+  enforcement_level: 'mandatory' | 'advisory';
+  created_at: string;
+  updated_at: string;
+}
+
+export interface ConfigurationVersionsTable {
+  id: string;
+  workspace_id: string;
+  status: 'pending' | 'uploaded';
+  source: string;
+  speculative: number;
+  provisional: number;
+  auto_queue_runs: number;
+  upload_token_hash: string | null;
+  upload_expires_at: string | null;
+  blob_key: string | null;
+  size: number | null;
+  status_timestamps: string;
+  created_at: string;
+}
+
+export interface RunsTable {
+  id: string;
+  workspace_id: string;
+  configuration_version_id: string;
+  status: string;
+  status_timestamps: string;
+  message: string;
+  is_destroy: number;
+  plan_only: number;
+  created_by: string;
+  vcs: string;
+  plan_json_blob_key: string | null;
+  error_message: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface TaskStagesTable {
+  id: string;
+  run_id: string;
+  stage: string;
+  status: string;
+  status_timestamps: string;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface TaskResultsTable {
+  id: string;
+  task_stage_id: string;
+  run_id: string;
+  stage: string;
+  task_id: string;
+  task_name: string;
+  task_url: string;
+  workspace_task_id: string;
+  enforcement_level: 'mandatory' | 'advisory';
+  status: string;
+  message: string | null;
+  url: string | null;
+  status_timestamps: string;
+  delivery_state: 'none' | 'queued' | 'sent' | 'failed';
+  access_token_hash: string | null;
+  access_token_sealed: string | null;
+  requested_at: string | null;
+  callback_deadline: string | null;
+  final_at: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface TaskResultOutcomesTable {
+  id: string;
+  task_result_id: string;
+  position: number;
+  outcome_id: string;
+  description: string;
+  body: string | null;
+  url: string | null;
+  tags: string;
+  created_at: string;
+}
+
+export interface WebSessionsTable {
+  id_hash: string;
+  token_id: string;
+  user_id: string;
+  owns_token: number;
+  created_at: string;
+  expires_at: string;
+}
+
+export interface OauthCodesTable {
+  code_hash: string;
+  token_id: string;
+  client_id: string;
+  redirect_uri: string;
+  code_challenge: string;
+  created_at: string;
+  expires_at: string;
+}
+
 export interface Database {
   settings: SettingsTable;
   users: UsersTable;
@@ -240,4 +411,18 @@ export interface Database {
   workspaces: WorkspacesTable;
   state_versions: StateVersionsTable;
   state_version_outputs: StateVersionOutputsTable;
+  projects: ProjectsTable;
+  tags: TagsTable;
+  workspace_tags: WorkspaceTagsTable;
+  tag_bindings: TagBindingsTable;
+  blob_data_keys: BlobDataKeysTable;
+  run_tasks: RunTasksTable;
+  workspace_run_tasks: WorkspaceRunTasksTable;
+  configuration_versions: ConfigurationVersionsTable;
+  runs: RunsTable;
+  task_stages: TaskStagesTable;
+  task_results: TaskResultsTable;
+  task_result_outcomes: TaskResultOutcomesTable;
+  web_sessions: WebSessionsTable;
+  oauth_codes: OauthCodesTable;
 }

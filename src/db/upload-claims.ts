@@ -1,6 +1,6 @@
 import { sql, type Kysely, type Selectable } from 'kysely';
 import type { Queryable } from './index.js';
-import type { RegistryModuleVersionsTable, StateVersionsTable } from './schema.js';
+import type { ConfigurationVersionsTable, RegistryModuleVersionsTable, StateVersionsTable } from './schema.js';
 
 /**
  * One-time upload URLs, of every kind, claimed and given back the same way.
@@ -21,15 +21,20 @@ const KINDS = {
   state: { table: 'state_versions', column: 'upload_token_hash', pendingStatus: true },
   // JSON state may follow the state itself, so its row need not be pending.
   'state-json': { table: 'state_versions', column: 'json_upload_token_hash', pendingStatus: false },
+  'configuration-version': { table: 'configuration_versions', column: 'upload_token_hash', pendingStatus: true },
 } as const;
 
 export type UploadKind = keyof typeof KINDS;
 
-type RowOf<K extends UploadKind> = K extends 'module' ? Selectable<RegistryModuleVersionsTable> : Selectable<StateVersionsTable>;
+type RowOf<K extends UploadKind> = K extends 'module'
+  ? Selectable<RegistryModuleVersionsTable>
+  : K extends 'configuration-version'
+    ? Selectable<ConfigurationVersionsTable>
+    : Selectable<StateVersionsTable>;
 
 const CLAIMED = 'claimed:';
 
-// The three kinds live in two tables of the same shape for what this file touches; Kysely's
+// The kinds live in tables of the same shape for what this file touches; Kysely's
 // types cannot follow a table chosen at run time, so the queries are built untyped here, once.
 const untyped = (db: Queryable) => db as unknown as Kysely<Record<string, Record<string, unknown>>>;
 

@@ -1,11 +1,14 @@
 import type { Context, MiddlewareHandler } from 'hono';
 import type { Deps } from '../deps.js';
 import { resolvePrincipal, type Principal } from '../identity/principal.js';
+import { isTaskAccessToken } from '../identity/tokens.js';
 import { unauthorized } from './errors.js';
 
 export type AppEnv = {
   Variables: {
     principal: Principal | null;
+    /** A run task access token presented as the bearer (only run task routes accept it). */
+    taskToken: string | null;
     requestId: string;
   };
 };
@@ -17,12 +20,20 @@ export type AppEnv = {
 export function authenticate(deps: Deps): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
     const header = c.req.header('authorization');
+    c.set('taskToken', null);
     if (header === undefined || header.trim() === '') {
       c.set('principal', null);
       return next();
     }
     const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
     if (!m) throw unauthorized('the Authorization header must be "Bearer <token>"');
+    // Checked by the run task routes against the one task result it was issued for; every other
+    // route sees no principal and answers 401.
+    if (isTaskAccessToken(m[1]!)) {
+      c.set('principal', null);
+      c.set('taskToken', m[1]!);
+      return next();
+    }
     const principal = await resolvePrincipal(deps, m[1]!);
     if (!principal) throw unauthorized('the API token is invalid or has expired');
     c.set('principal', principal);

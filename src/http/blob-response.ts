@@ -1,5 +1,6 @@
 import { Readable } from 'node:stream';
 import type { Context } from 'hono';
+import { SealedBlobError } from '../blobs/sealed-format.js';
 import { BlobNotFoundError, type ByteRange } from '../blobs/types.js';
 import type { Deps } from '../deps.js';
 import { ApiError } from './errors.js';
@@ -33,6 +34,30 @@ export interface SendBlobOptions {
  * (which Hono routes through GET) gets the headers without a stream being opened.
  */
 export async function sendBlob(c: Context, deps: Deps, key: string, opts: SendBlobOptions): Promise<Response> {
+  try {
+    return await streamBlob(c, deps, key, opts);
+  } catch (err) {
+    if (!(err instanceof SealedBlobError)) throw err;
+    throw unreadable(c, deps, key, err);
+  }
+}
+
+/**
+ * A stored blob that fails its integrity check is a server-side fault, never the caller's: 500,
+ * logged with the blob key for an operator, and not one byte of it served. (Past the first chunk,
+ * headers are already out: the failing chunk is held back and the response aborted instead.)
+ */
+function unreadable(c: Context, deps: Deps, key: string, err: SealedBlobError): ApiError {
+  const reqId = c.get('requestId') as string | undefined;
+  deps.logger.error({ reqId, blobKey: key, err: err.message }, 'a stored blob failed its integrity check and was not served');
+  return new ApiError(
+    500,
+    'stored data unreadable',
+    `the stored file failed its integrity check (it was altered, truncated or sealed with a key this server lacks) and was not served; an operator must restore it${reqId ? `: quote request id ${reqId}` : ''}`,
+  );
+}
+
+async function streamBlob(c: Context, deps: Deps, key: string, opts: SendBlobOptions): Promise<Response> {
   const stat = await deps.blobs.stat(key);
   if (!stat) throw opts.refuse();
   const headers: Record<string, string> = { 'Content-Type': opts.contentType, 'Cache-Control': 'private, no-store' };
@@ -66,5 +91,8 @@ export async function sendBlob(c: Context, deps: Deps, key: string, opts: SendBl
     if (err instanceof BlobNotFoundError) throw opts.refuse();
     throw err;
   }
+  stream.on('error', (err) => {
+    if (err instanceof SealedBlobError) unreadable(c, deps, key, err);
+  });
   return c.body(Readable.toWeb(stream) as ReadableStream, status, headers);
 }

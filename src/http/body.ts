@@ -82,6 +82,15 @@ export async function readResource<S extends z.ZodType>(
   return { id: typeof data.id === 'string' ? data.id : undefined, attributes: result.data, relationships: rel };
 }
 
+/**
+ * The id of a to-one relationship in a request body, or undefined: go-tfe v1 sends a full node
+ * (empty attributes and all), other clients a bare {type, id}; only the id is read.
+ */
+export function relationshipId(relationships: Record<string, unknown>, name: string): string | undefined {
+  const data = (relationships[name] as { data?: { id?: unknown } } | undefined)?.data;
+  return typeof data?.id === 'string' && data.id !== '' ? data.id : undefined;
+}
+
 /** Reads `{"data":[{"type":<type>,"id":"…"},…]}` (relationship bodies such as team membership). */
 export async function readIdentifiers(c: Context, type: string): Promise<string[]> {
   const body = await readJson(c);

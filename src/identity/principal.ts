@@ -1,7 +1,7 @@
 import type { Deps } from '../deps.js';
 import { rfc3339 } from '../clock.js';
 import { hashToken, sameHash, tokenExpired } from './tokens.js';
-import { tokenWithOwner, touchToken, type UserRow } from './store.js';
+import { getToken, tokenWithOwner, touchToken, type UserRow } from './store.js';
 
 /** Who is calling: resolved once per request from the bearer token. */
 export type Principal =
@@ -13,7 +13,16 @@ const LAST_USED_GRANULARITY_MS = 60_000;
 
 /** The principal a token stands for, or null if the token is unknown, expired or orphaned. */
 export async function resolvePrincipal(deps: Deps, presented: string): Promise<Principal | null> {
-  const hash = hashToken(presented);
+  return principalForHash(deps, hashToken(presented));
+}
+
+/** The principal of the token with this id (a web session acts as the token it was opened with). */
+export async function principalForTokenId(deps: Deps, tokenId: string): Promise<Principal | null> {
+  const token = await getToken(deps.db, tokenId);
+  return token ? principalForHash(deps, token.token_hash) : null;
+}
+
+async function principalForHash(deps: Deps, hash: string): Promise<Principal | null> {
   const row = await tokenWithOwner(deps.db, hash);
   const now = deps.clock.now();
   if (!row || !sameHash(row.token_hash, hash) || tokenExpired(row, now)) return null;

@@ -8,7 +8,7 @@ import { jsonApi } from '../http/jsonapi.js';
 import { pageLinksAndMeta, parsePage } from '../http/pagination.js';
 import { isSiteAdmin } from './principal.js';
 import { serializeToken, serializeUser } from './serialize.js';
-import { createUser, createUserToken, deleteUserToken, ownedUserToken, requireSiteAdmin, userForTokens, userTokens } from './service.js';
+import { createUser, createUserToken, MAX_TOKEN_DESCRIPTION_CHARS, deleteUserToken, ownedUserToken, requireSiteAdmin, userForTokens, userTokens } from './service.js';
 import { findUser } from './store.js';
 
 export const USERNAME_RE = /^[A-Za-z0-9](?:[A-Za-z0-9_.-]{0,62}[A-Za-z0-9])?$/;
@@ -22,7 +22,7 @@ const createUserSchema = z.object({
 });
 
 const createTokenSchema = z.object({
-  description: z.string().max(256, 'must be at most 256 characters').nullable().optional(),
+  description: z.string().max(MAX_TOKEN_DESCRIPTION_CHARS, `must be at most ${MAX_TOKEN_DESCRIPTION_CHARS} characters`).nullable().optional(),
   'expired-at': z.iso.datetime({ offset: true, message: 'must be an RFC 3339 time' }).nullable().optional(),
 });
 

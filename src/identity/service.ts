@@ -3,9 +3,12 @@ import { isUniqueViolation } from '../db/index.js';
 import type { Deps } from '../deps.js';
 import { authorize } from '../http/authorized.js';
 import { notFound, quoteValue, unprocessable } from '../http/errors.js';
-import { newId } from '../ids.js';
+import { newId, randomBase62 } from '../ids.js';
 import { isSiteAdmin, principalLabel, type Principal } from './principal.js';
-import { deleteToken, findUser, getUserToken, insertToken, insertUser, listUserTokens, type TokenRow, type UserRow } from './store.js';
+import { deleteToken, findUser, getUserByEmail, getUserToken, insertToken, insertUser, listUserTokens, type TokenRow, type UserRow } from './store.js';
+
+/** The longest description a user token may carry (API and web UI alike). */
+export const MAX_TOKEN_DESCRIPTION_CHARS = 256;
 
 /** Only site admins create users; anyone else sees 404. Call before reading the body. */
 export function requireSiteAdmin(p: Principal): void {
@@ -92,4 +95,45 @@ export async function deleteUserToken(deps: Deps, p: Principal, id: string): Pro
   const row = await ownedUserToken(deps, p, id);
   await deleteToken(deps.db, row.id);
   deps.logger.info({ actor: principalLabel(p), token: row.id }, 'user token deleted');
+}
+
+/**
+ * Single sign-on: the user an identity provider vouched for (its ID token verified by the
+ * caller), found by e-mail or created on first sign-in with the provider's preferred username
+ * (made unique with a suffix when taken). No principal acts here: the verified token is the
+ * authority, as the site-admin token is for createUser.
+ */
+export async function userForSingleSignOn(deps: Deps, claims: { email: string; username: string }): Promise<UserRow> {
+  const existing = await getUserByEmail(deps.db, claims.email);
+  if (existing) return existing;
+  const base = claims.username.replace(/[^A-Za-z0-9_.-]+/g, '-').replace(/^[-.]+|[-.]+$/g, '').slice(0, 40) || claims.email.split('@')[0]!.replace(/[^A-Za-z0-9_.-]+/g, '-') || 'user';
+  for (let attempt = 0; attempt < 20; attempt++) {
+    const username = attempt === 0 ? base : `${base}-${randomBase62(4).toLowerCase()}`;
+    const user: UserRow = {
+      id: newId('user'),
+      username,
+      username_lower: username.toLowerCase(),
+      email: claims.email,
+      email_lower: claims.email.toLowerCase(),
+      is_site_admin: 0,
+      is_service_account: 0,
+      created_at: rfc3339(deps.clock.now()),
+    };
+    try {
+      await insertUser(deps.db, user);
+      deps.logger.info({ user: user.id, username }, 'user provisioned by single sign-on');
+      return user;
+    } catch (err) {
+      if (!isUniqueViolation(err)) throw err;
+      const raced = await getUserByEmail(deps.db, claims.email);
+      if (raced) return raced;
+    }
+  }
+  throw unprocessable(`no free username near ${quoteValue(base)}; ask an administrator to create the user`);
+}
+
+/** A token for one web session alone (single sign-on): it expires with the session. */
+export async function sessionToken(deps: Deps, user: UserRow, expiredAt: string): Promise<Extract<Principal, { kind: 'user' }>> {
+  const { row } = await insertToken(deps.db, { kind: 'user', userId: user.id, description: 'web session (single sign-on)', createdBy: user.id, expiredAt, now: rfc3339(deps.clock.now()) });
+  return { kind: 'user', tokenId: row.id, user };
 }

@@ -7,6 +7,19 @@ export function generateToken(): string {
   return `${randomBase62(14)}.terrace.${randomBase62(48)}`;
 }
 
+/**
+ * A run task access token: handed to an integrator in one task request, valid only for that task
+ * result's callback and its run's reads. Its own shape, so authentication can tell it from an API
+ * token without a lookup (see http/auth.ts).
+ */
+export function generateTaskAccessToken(): string {
+  return `${randomBase62(14)}.runtask.${randomBase62(48)}`;
+}
+
+export function isTaskAccessToken(token: string): boolean {
+  return /^[A-Za-z0-9]{14}\.runtask\.[A-Za-z0-9]{48}$/.test(token);
+}
+
 export function hashToken(token: string): string {
   return createHash('sha256').update(token, 'utf8').digest('hex');
 }

@@ -82,6 +82,26 @@ export async function saveJobProgress(db: Queryable, jobId: string, payload: unk
   await db.updateTable('jobs').set({ payload: JSON.stringify(payload ?? null) }).where('id', '=', jobId).execute();
 }
 
+/**
+ * A job that exists at most once (its kind is its unique key), run at runAt. If its row is there
+ * already and no runner holds it (waiting out a backoff, or failed for good), it is given a fresh
+ * set of attempts from runAt and keeps its payload, so saved progress carries over; a held row
+ * is left to its holder (or to whoever takes over once the lease lapses).
+ */
+export async function enqueueOnce(db: Queryable, kind: string, payload: unknown, runAt: Date): Promise<void> {
+  const at = rfc3339(runAt);
+  await db
+    .insertInto('jobs')
+    .values({ id: newId('job'), kind, payload: JSON.stringify(payload ?? null), run_at: at, locked_until: null, last_error: null, created_at: at, unique_key: kind })
+    .onConflict((oc) =>
+      oc
+        .column('unique_key')
+        .doUpdateSet({ run_at: at, attempts: 0 })
+        .where((eb) => eb.or([eb('jobs.locked_until', 'is', null), eb('jobs.locked_until', '<', at)])),
+    )
+    .execute();
+}
+
 // Runners in this process, by the database they serve: an enqueue here wakes them at once
 // instead of at their next poll. Only a hint; the rows are the truth.
 const wakers = new WeakMap<Db, Set<() => void>>();

@@ -16,7 +16,7 @@ import {
 export type OrganizationRow = Selectable<OrganizationsTable>;
 
 /** Organization-level permissions a team can hold (HCP's organization-access names). */
-export const TEAM_PERMISSIONS = ['manage-modules', 'manage-vcs-settings', 'manage-workspaces', 'read-state-outputs'] as const;
+export const TEAM_PERMISSIONS = ['manage-modules', 'manage-projects', 'manage-run-tasks', 'manage-vcs-settings', 'manage-workspaces', 'read-state-outputs'] as const;
 export type TeamPermission = (typeof TEAM_PERMISSIONS)[number];
 
 /** What a principal may do in one organization. Every check in every domain starts here. */

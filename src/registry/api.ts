@@ -19,8 +19,11 @@ import {
   manageableModule,
   manageableOrganization,
   memberModule,
+  memberModuleById,
   memberOrganization,
   receiveUpload,
+  updateModule,
+  vcsUnsupported,
 } from './service.js';
 import { getVersion, listModules, listVersions } from './store.js';
 
@@ -30,6 +33,12 @@ const createModuleSchema = z.object({
   'registry-name': z.literal('private', { message: 'only "private" modules can be published to Terrace' }).optional(),
   'no-code': z.boolean().optional(),
   description: z.string().max(2000).optional(),
+});
+
+const updateModuleSchema = z.object({
+  'no-code': z.boolean().optional(),
+  'test-config': z.object({ 'tests-enabled': z.boolean().optional() }).optional(),
+  'vcs-repo': z.unknown().optional(),
 });
 
 const createVersionSchema = z.object({
@@ -80,29 +89,47 @@ export function registryApiRoutes(deps: Deps): Hono<AppEnv> {
     }
   }
 
-  app.get(`${PRIVATE}/:provider`, async (c) => {
-    const { org, namespace, name, provider } = c.req.param();
+  // Each action is written once and served at every path go-tfe (0.x and 1.x) sends it to:
+  // the current organizations/:org/registry-modules/private/... paths and the older
+  // registry-modules/... ones that CreateVersion and the deprecated deletes still call.
+  const coordinates = (c: Context<AppEnv>) => {
+    const p = c.req.param() as Record<string, string | undefined>;
+    // The older paths name only the organization: a private module's namespace is its organization.
+    const org = (p.org ?? p.organization)!;
+    return { org, namespace: p.namespace ?? org, name: p.name!, provider: p.provider! };
+  };
+
+  const showModule = async (c: Context<AppEnv>) => {
+    const { org, namespace, name, provider } = coordinates(c);
     const { module: m, access } = await memberModule(deps, requirePrincipal(c), org, namespace, name, provider);
     return jsonApi(c, { data: serializeRegistryModule(m, await listVersions(deps.db, m.id), access.permissions['manage-modules']) });
-  });
+  };
 
-  app.delete(PRIVATE, async (c) => {
-    const { org, namespace, name } = c.req.param();
+  const deleteNamed = async (c: Context<AppEnv>) => {
+    const { org, namespace, name } = coordinates(c);
     await deleteModulesNamed(deps, requirePrincipal(c), org, namespace, name);
     return c.body(null, 204);
-  });
+  };
 
-  app.delete(`${PRIVATE}/:provider`, async (c) => {
+  const deleteProvider = async (c: Context<AppEnv>) => {
     const p = requirePrincipal(c);
-    const { org, namespace, name, provider } = c.req.param();
+    const { org, namespace, name, provider } = coordinates(c);
     const { module } = await manageableModule(deps, p, org, namespace, name, provider);
     await deleteModules(deps, p, [module]);
     return c.body(null, 204);
-  });
+  };
 
-  app.post(`${PRIVATE}/:provider/versions`, async (c) => {
+  const deleteOneVersion = async (c: Context<AppEnv>) => {
     const p = requirePrincipal(c);
-    const { org, namespace, name, provider } = c.req.param();
+    const { org, namespace, name, provider } = coordinates(c);
+    const { module } = await manageableModule(deps, p, org, namespace, name, provider);
+    await deleteVersion(deps, p, module, c.req.param('version')!);
+    return c.body(null, 204);
+  };
+
+  const createOneVersion = async (c: Context<AppEnv>) => {
+    const p = requirePrincipal(c);
+    const { org, namespace, name, provider } = coordinates(c);
     const { module } = await manageableModule(deps, p, org, namespace, name, provider);
     const { attributes: a } = await readResource(c, 'registry-module-versions', createVersionSchema);
     const { version, uploadUrl } = await createVersion(deps, p, module, {
@@ -111,11 +138,52 @@ export function registryApiRoutes(deps: Deps): Hono<AppEnv> {
       commitSha: a['commit-sha'],
     });
     return jsonApi(c, { data: serializeModuleVersion(module, version, uploadUrl) }, 201);
+  };
+
+  // Literal segments first: "show" and "actions" must not be taken for an organization's name.
+  app.get('/registry-modules/show/:organization/:name/:provider', showModule);
+  app.post('/registry-modules/actions/delete/:organization/:name', deleteNamed);
+  app.post('/registry-modules/actions/delete/:organization/:name/:provider', deleteProvider);
+  app.post('/registry-modules/actions/delete/:organization/:name/:provider/:version', deleteOneVersion);
+  app.post('/registry-modules/:organization/:name/:provider/versions', createOneVersion);
+
+  app.get('/registry-modules/:id', async (c) => {
+    const { module: m, access } = await memberModuleById(deps, requirePrincipal(c), c.req.param('id'));
+    return jsonApi(c, { data: serializeRegistryModule(m, await listVersions(deps.db, m.id), access.permissions['manage-modules']) });
+  });
+
+  app.get(`${PRIVATE}/:provider`, showModule);
+  app.delete(PRIVATE, deleteNamed);
+  app.delete(`${PRIVATE}/:provider`, deleteProvider);
+  app.post(`${PRIVATE}/:provider/versions`, createOneVersion);
+
+  app.patch(`${PRIVATE}/:provider`, async (c) => {
+    const p = requirePrincipal(c);
+    const { org, namespace, name, provider } = coordinates(c);
+    const { module } = await manageableModule(deps, p, org, namespace, name, provider);
+    const { attributes: a } = await readResource(c, 'registry-modules', updateModuleSchema);
+    const m = await updateModule(deps, p, module, { noCode: a['no-code'], testsEnabled: a['test-config']?.['tests-enabled'], vcsRepo: a['vcs-repo'] !== undefined });
+    return jsonApi(c, { data: serializeRegistryModule(m, await listVersions(deps.db, m.id), true) });
+  });
+
+  // VCS-backed modules (issue 10): the caller learns, after authorization, what to do instead.
+  app.post('/registry-modules', (c) => {
+    requirePrincipal(c);
+    throw vcsUnsupported();
+  });
+  app.post('/organizations/:org/registry-modules/vcs', async (c) => {
+    await manageableOrganization(deps, requirePrincipal(c), c.req.param('org'));
+    throw vcsUnsupported();
+  });
+  app.get(`${PRIVATE}/:provider/commits`, async (c) => {
+    const { org, namespace, name, provider } = coordinates(c);
+    await memberModule(deps, requirePrincipal(c), org, namespace, name, provider);
+    throw unprocessable(`${namespace}/${name}/${provider} is not connected to a VCS repository, so it has no commits to list`);
   });
 
   async function showVersion(c: Context<AppEnv>, raw: string | undefined) {
-    const { org, namespace, name, provider } = c.req.param() as Record<string, string>;
-    const { module: m } = await memberModule(deps, requirePrincipal(c), org!, namespace!, name!, provider!);
+    const { org, namespace, name, provider } = coordinates(c);
+    const { module: m } = await memberModule(deps, requirePrincipal(c), org, namespace, name, provider);
     if (!raw) throw unprocessable('the module_version query parameter is required');
     const v = await getVersion(deps.db, m.id, canonicalPublishVersion(raw) ?? raw);
     if (!v) throw notFound(`version ${raw} of ${m.namespace}/${m.name}/${m.provider} does not exist`);
@@ -125,14 +193,7 @@ export function registryApiRoutes(deps: Deps): Hono<AppEnv> {
   // go-tfe reads a version as .../version?module_version=X; the path form is for people.
   app.get(`${PRIVATE}/:provider/version`, (c) => showVersion(c, queryParams(c).get('module_version') ?? undefined));
   app.get(`${PRIVATE}/:provider/versions/:version`, (c) => showVersion(c, c.req.param('version')));
-
-  app.delete(`${PRIVATE}/:provider/:version`, async (c) => {
-    const p = requirePrincipal(c);
-    const { org, namespace, name, provider, version } = c.req.param();
-    const { module } = await manageableModule(deps, p, org, namespace, name, provider);
-    await deleteVersion(deps, p, module, version);
-    return c.body(null, 204);
-  });
+  app.delete(`${PRIVATE}/:provider/:version`, deleteOneVersion);
 
   return app;
 }

@@ -3,7 +3,7 @@ import type { Deps } from '../deps.js';
 import type { AppEnv } from '../http/auth.js';
 import { sendBlob } from '../http/blob-response.js';
 import { notFound } from '../http/errors.js';
-import type { ModuleWithOrg, VersionRow } from './store.js';
+import { archiveBlob, type ModuleWithOrg, type VersionRow } from './store.js';
 
 const PURPOSE = 'archive-url';
 
@@ -11,16 +11,24 @@ const PURPOSE = 'archive-url';
  * The X-Terraform-Get value for a version. No credentials reach this URL (go-getter sends
  * none), so it is a capability: expiry and signature live in the path, bound to the version,
  * and the path ends in .tar.gz so go-getter unpacks it. With S3 it is a presigned URL instead.
+ *
+ * Both carry checksum=sha256:<hex> of the archive as stored at publish time, so go-getter
+ * verifies the bytes before unpacking them. go-getter removes that parameter and re-encodes
+ * the rest of the query before fetching: the Terrace signature is in the path (no query left),
+ * and a presigned S3 query is signed over decoded values in canonical order, which survives
+ * the re-encoding as long as no value holds a character Go escapes differently (see
+ * contentDisposition). A version published before sha256 was stored gets no checksum.
  */
-export async function archiveUrlFor(deps: Deps, module: ModuleWithOrg, version: Pick<VersionRow, 'id' | 'version' | 'blob_key'>): Promise<string> {
+export async function archiveUrlFor(deps: Deps, module: ModuleWithOrg, version: Pick<VersionRow, 'id' | 'version' | 'blob_key' | 'sha256'>): Promise<string> {
+  const checksum = version.sha256 ? `checksum=sha256:${version.sha256}` : '';
   const filename = `${module.name}-${module.provider}-${version.version}.tar.gz`;
   if (deps.blobs.driver === 's3' && !deps.config.s3.proxyDownloads && version.blob_key) {
     const direct = await deps.blobs.directUrl(version.blob_key, { expiresInSeconds: deps.config.archiveUrlTtlSeconds, filename });
-    if (direct) return direct;
+    if (direct) return checksum ? `${direct}${direct.includes('?') ? '&' : '?'}${checksum}` : direct;
   }
   const capability = deps.secrets.capability(PURPOSE, version.id, new Date(deps.clock.now().getTime() + deps.config.archiveUrlTtlSeconds * 1000));
   // Relative with a leading "/": Terraform resolves it against the download URL it called.
-  return `/archives/${version.id}/${capability}/${encodeURIComponent(filename)}`;
+  return `/archives/${version.id}/${capability}/${encodeURIComponent(filename)}${checksum ? `?${checksum}` : ''}`;
 }
 
 export function archiveRoutes(deps: Deps): Hono<AppEnv> {
@@ -31,11 +39,7 @@ export function archiveRoutes(deps: Deps): Hono<AppEnv> {
     // One answer for unknown, expired and tampered: the caller learns nothing about which.
     const refuse = () => notFound('this archive URL is invalid or has expired; ask the registry for a new one');
     if (!deps.secrets.checkCapability(PURPOSE, versionId, capability, deps.clock.now())) throw refuse();
-    const version = await deps.db
-      .selectFrom('registry_module_versions')
-      .select(['blob_key', 'status'])
-      .where('id', '=', versionId)
-      .executeTakeFirst();
+    const version = await archiveBlob(deps.db, versionId);
     if (!version || version.status !== 'ok' || !version.blob_key) throw refuse();
     return sendBlob(c, deps, version.blob_key, { contentType: 'application/gzip', ranges: true, refuse });
   });

@@ -6,7 +6,17 @@ import { pipeline } from 'node:stream/promises';
 import { createGunzip } from 'node:zlib';
 import { Parser, type ReadEntry } from 'tar';
 
-export interface ArchiveLimits { maxEntries: number; maxUnpackedBytes: number; maxPathLength?: number }
+export interface ArchiveLimits {
+  maxEntries: number;
+  maxUnpackedBytes: number;
+  maxPathLength?: number;
+  /**
+   * The decompression-bomb bound: with the archive's compressed size known, it may unpack to at
+   * most maxRatio times that, except that up to ratioFloorBytes is always allowed (small
+   * archives of text compress well). Absent or a maxRatio of 0: no ratio bound.
+   */
+  ratio?: { compressedBytes: number; maxRatio: number; ratioFloorBytes: number };
+}
 export interface ArchiveEntryInfo { path: string; size: number; type: 'file' | 'directory' | 'symlink' }
 export interface ArchiveReport { entries: number; unpackedBytes: number; files: ArchiveEntryInfo[] }
 
@@ -255,11 +265,19 @@ export async function validateArchive(
 
   // Counts inflated bytes as they leave gunzip, so a decompression bomb is stopped after at
   // most maxUnpackedBytes (plus one zlib chunk), not after full inflation.
+  const r = opts.ratio;
+  const ratioLimit = r && r.maxRatio > 0 ? Math.max(r.ratioFloorBytes, r.maxRatio * r.compressedBytes) : Infinity;
   const meter = new Transform({
     transform(chunk: Buffer, _enc, cb) {
       unpacked += chunk.length;
       if (unpacked > opts.maxUnpackedBytes) {
         return cb(new ArchiveError(`the archive unpacks to more than ${opts.maxUnpackedBytes} bytes; remove large or generated files from the module package`));
+      }
+      if (unpacked > ratioLimit) {
+        return cb(new ArchiveError(
+          `the archive unpacks to more than ${ratioLimit} bytes, over ${r!.maxRatio} times its compressed size of ${r!.compressedBytes} bytes ` +
+          `(TERRACE_MAX_ARCHIVE_RATIO): this looks like a decompression bomb; remove highly repetitive or generated files from the module package`,
+        ));
       }
       cb(null, chunk);
     },

@@ -17,7 +17,7 @@ import { canManageModules } from './access.js';
 import { ArchiveError, validateArchive } from './archive.js';
 import { inspectFiles, wantedForInspection } from './inspect/index.js';
 import { canonicalPublishVersion, MODULE_NAME_RE, PROVIDER_RE } from './names.js';
-import { deleteModuleRows, deleteVersionRow, findModule, findModulesByName, getVersion, insertModule, insertVersion, type ModuleRow, type ModuleWithOrg, refreshModuleCache, versionByUploadToken, type VersionRow } from './store.js';
+import { deleteModuleRows, deleteVersionRow, findModule, findModuleById, findModulesByName, getVersion, insertModule, insertVersion, type ModuleRow, type ModuleWithOrg, refreshModuleCache, versionByUploadToken, type VersionRow } from './store.js';
 
 /** Inspection reads at most this much of one .tf or README file, and of all of them together. */
 const MAX_INSPECTED_FILE_BYTES = 1024 * 1024;
@@ -53,6 +53,14 @@ export async function memberModule(
   });
   const module = namespace.toLowerCase() === org.name_lower ? await findModule(deps.db, namespace, name, provider) : undefined;
   if (!module) throw notFound();
+  return { module, access };
+}
+
+/** A module by its id, to members of its organization; 404 otherwise (go-tfe's Read by ID). */
+export async function memberModuleById(deps: Deps, p: Principal, id: string): Promise<{ module: ModuleWithOrg; access: OrgAccess }> {
+  const module = await findModuleById(deps.db, id);
+  const access = module ? await orgAccess(deps.db, p, module.organization_id) : undefined;
+  if (!module || !access?.member) throw notFound();
   return { module, access };
 }
 
@@ -118,6 +126,31 @@ export async function createModule(
   }
   deps.logger.info({ actor: principalLabel(p), module: row.id, org: org.id }, 'registry module created');
   return { ...row, namespace: org.name };
+}
+
+/** VCS-backed modules come with issue 10; until then every VCS-dependent call says what to do instead. */
+export const vcsUnsupported = (pointer?: string) =>
+  unprocessable(
+    'Terrace does not connect modules to VCS repositories yet: create the module without "vcs-repo" and publish versions through the API (POST .../versions, then PUT the archive to links.upload)',
+    pointer,
+  );
+
+/**
+ * go-tfe's Update. Terrace modules are API-published, without no-code provisioning or module
+ * tests: the settings that describe that are accepted and change nothing, the others are refused
+ * with what to do instead.
+ */
+export async function updateModule(
+  deps: Deps,
+  p: Principal,
+  module: ModuleWithOrg,
+  input: { noCode?: boolean; testsEnabled?: boolean; vcsRepo: boolean },
+): Promise<ModuleWithOrg> {
+  await requireManageModules(deps, p, module.organization_id);
+  if (input.noCode) throw unprocessable('Terrace does not offer no-code provisioning: send "no-code": false or leave it out', '/data/attributes/no-code');
+  if (input.testsEnabled) throw unprocessable('Terrace does not run module tests: send "tests-enabled": false or leave "test-config" out', '/data/attributes/test-config/tests-enabled');
+  if (input.vcsRepo) throw vcsUnsupported('/data/attributes/vcs-repo');
+  return module;
 }
 
 /**
@@ -234,6 +267,7 @@ export async function receiveUpload(deps: Deps, token: string, body: Readable, c
     const report = await validateArchive(await deps.blobs.get(blobKey), {
       maxEntries: deps.config.maxArchiveEntries,
       maxUnpackedBytes: deps.config.maxArchiveUnpackedBytes,
+      ratio: { compressedBytes: put.size, maxRatio: deps.config.maxArchiveRatio, ratioFloorBytes: deps.config.archiveRatioFloorBytes },
       maxCollectBytes: MAX_INSPECTED_FILE_BYTES,
       wantFile: (path, size) => wantedForInspection(path) && size <= MAX_INSPECTED_FILE_BYTES,
       onFile: (path, content) => {

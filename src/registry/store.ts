@@ -45,6 +45,10 @@ export async function findModule(db: Queryable, namespace: string, name: string,
   return (await findModuleQuery(db, [namespace.toLowerCase(), name.toLowerCase(), provider]))[0];
 }
 
+export async function findModuleById(db: Queryable, id: string): Promise<ModuleWithOrg | undefined> {
+  return modulesWithOrg(db).select(moduleColumns).where('registry_modules.id', '=', id).executeTakeFirst();
+}
+
 export async function findModulesByName(db: Queryable, namespace: string, name: string): Promise<ModuleWithOrg[]> {
   return modulesWithOrg(db)
     .select(moduleColumns)
@@ -132,10 +136,15 @@ export async function countModules(db: Queryable, organizationId: string): Promi
 export async function getVersionForDownload(db: Queryable, moduleId: string, version: string) {
   return db
     .selectFrom('registry_module_versions')
-    .select(['id', 'module_id', 'version', 'status', 'blob_key'])
+    .select(['id', 'module_id', 'version', 'status', 'blob_key', 'sha256'])
     .where('module_id', '=', moduleId)
     .where('version', '=', version)
     .executeTakeFirst();
+}
+
+/** What a signed archive URL serves: the version's blob, if it is published. */
+export async function archiveBlob(db: Queryable, versionId: string) {
+  return db.selectFrom('registry_module_versions').select(['blob_key', 'status']).where('id', '=', versionId).executeTakeFirst();
 }
 
 export async function getVersion(db: Queryable, moduleId: string, version: string): Promise<VersionRow | undefined> {
@@ -290,4 +299,16 @@ export async function versionByUploadToken(db: Queryable, tokenHash: string) {
     .select(['registry_module_versions.id', 'registry_module_versions.module_id', 'registry_modules.organization_id'])
     .where('registry_module_versions.upload_token_hash', '=', tokenHash)
     .executeTakeFirst();
+}
+
+/** Downloads per UTC day since a day (inclusive), oldest first; days without downloads are absent. */
+export async function dailyDownloads(db: Queryable, moduleId: string, sinceDay: string): Promise<{ day: string; count: number }[]> {
+  const rows = await db
+    .selectFrom('registry_module_downloads')
+    .select(['day', 'count'])
+    .where('module_id', '=', moduleId)
+    .where('day', '>=', sinceDay)
+    .orderBy('day')
+    .execute();
+  return rows.map((r) => ({ day: r.day, count: Number(r.count) }));
 }

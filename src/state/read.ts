@@ -7,7 +7,7 @@ import { workspaceAccess, type WorkspaceAccess } from '../workspaces/access.js';
 import { workspaceById, workspaceByName, type WorkspaceContext } from '../workspaces/service.js';
 import { getWorkspaceById } from '../workspaces/store.js';
 import { PROCESSING_FAILED } from './processing.js';
-import { getOutput, getStateVersion, type OutputRow, type StateVersionRow } from './store.js';
+import { getOutput, getStateVersion, listOutputs, type OutputRow, type StateVersionRow } from './store.js';
 
 /** Seconds Terraform is told to wait before asking again for outputs still being processed. */
 const RETRY_AFTER_SECONDS = 2;
@@ -70,6 +70,12 @@ export async function currentOutputsVersion(deps: Deps, p: Principal, workspaceI
     throw serviceUnavailable(`the outputs of state version ${sv.id} are still being processed; retry in a few seconds`, RETRY_AFTER_SECONDS);
   }
   return sv;
+}
+
+/** A workspace's current outputs (sensitive values stay encrypted: renderers show them as hidden). */
+export async function currentOutputs(deps: Deps, p: Principal, workspaceId: string): Promise<{ sv: StateVersionRow | undefined; outputs: OutputRow[] }> {
+  const sv = await currentOutputsVersion(deps, p, workspaceId);
+  return { sv, outputs: sv ? await listOutputs(deps.db, sv.id) : [] };
 }
 
 /** One output, and whether the caller may see its sensitive value (those who may read the state). */

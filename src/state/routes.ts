@@ -13,7 +13,7 @@ import type { WorkspaceAccess } from '../workspaces/access.js';
 import { workspaceByIdForUpdate } from '../workspaces/service.js';
 import { serializeOutput, serializeStateVersion, verifyDownload } from './serialize.js';
 import { readInlineStateBody } from './inline-body.js';
-import { currentOutputsVersion, currentStateVersion, readableStateVersion, stateVersionFor, visibleOutput, workspaceForStateVersions } from './read.js';
+import { currentOutputs, currentOutputsVersion, currentStateVersion, readableStateVersion, stateVersionFor, visibleOutput, workspaceForStateVersions } from './read.js';
 import { createStateVersion, documentKeys, draftStateVersion, receiveJsonStateUpload, receiveStateUpload } from './service.js';
 import { countOutputs, getStateVersion, listOutputs, listStateVersions, outputIds, type StateVersionRow } from './store.js';
 
@@ -58,10 +58,13 @@ export function stateRoutes(deps: Deps): Hono<AppEnv> {
   app.get('/workspaces/:workspace_id/current-state-version-outputs', async (c) => {
     // Paging is checked first: the same 400 whether or not the caller may see the workspace.
     const page = parsePage(c);
+    // Terraform reads this once and never pages: without page parameters, every output.
+    if (!page.explicit) {
+      const { outputs } = await currentOutputs(deps, requirePrincipal(c), c.req.param('workspace_id'));
+      return jsonApi(c, { data: outputs.map((o) => serializeOutput(deps, o, false)) });
+    }
     const sv = await currentOutputsVersion(deps, requirePrincipal(c), c.req.param('workspace_id'));
     if (!sv) return jsonApi(c, { data: [] });
-    // Terraform reads this once and never pages: without page parameters, every output.
-    if (!page.explicit) return jsonApi(c, { data: (await listOutputs(deps.db, sv.id)).map((o) => serializeOutput(deps, o, false)) });
     const rows = await listOutputs(deps.db, sv.id, { limit: page.size, offset: page.offset });
     const paging = pageLinksAndMeta(c, deps.config.publicUrl, page, await countOutputs(deps.db, sv.id));
     return jsonApi(c, { data: rows.map((o) => serializeOutput(deps, o, false)), ...paging });

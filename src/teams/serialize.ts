@@ -13,8 +13,6 @@ export const UNSUPPORTED_ACCESS = [
   'manage-policies',
   'manage-policy-overrides',
   'manage-providers',
-  'manage-run-tasks',
-  'manage-projects',
   'read-workspaces',
   'read-projects',
   'manage-membership',

@@ -6,23 +6,25 @@ import { ApiError } from '../http/errors.js';
 import { jsonApi } from '../http/jsonapi.js';
 import { pageLinksAndMeta, parsePage } from '../http/pagination.js';
 import { queryParams } from '../http/query.js';
+import { tagNamesOf } from '../tags/store.js';
+import { parseWorkspaceRelations } from './relations.js';
 import { serializeWorkspace } from './serialize.js';
 import {
   createWorkspace,
   deleteWorkspace,
   lockWorkspace,
   organizationForWorkspaceCreate,
-  organizationForWorkspaces,
   unlockWorkspace,
   updateWorkspace,
   workspaceById,
   workspaceByIdForUpdate,
   workspaceByName,
   workspaceByNameForUpdate,
+  workspacesOf,
   type WorkspaceContext,
 } from './service.js';
 import { createWorkspaceSchema, lockSchema, updateWorkspaceSchema } from './settings.js';
-import { currentStateVersions, listWorkspaces, type WorkspaceRow } from './store.js';
+import { currentStateVersions, type WorkspaceRow } from './store.js';
 
 /** HCP's workspaces API: by organization and name, and by id. */
 export function workspaceRoutes(deps: Deps): Hono<AppEnv> {
@@ -30,7 +32,8 @@ export function workspaceRoutes(deps: Deps): Hono<AppEnv> {
 
   async function render(c: Context<AppEnv>, ctx: Omit<WorkspaceContext, 'ws'>, ws: WorkspaceRow, status: 200 | 201 = 200) {
     const current = (await currentStateVersions(deps.db, [ws])).get(ws.id);
-    return jsonApi(c, { data: serializeWorkspace(ws, ctx.org, ctx.access, current) }, status);
+    const tags = (await tagNamesOf(deps.db, [ws.id])).get(ws.id) ?? [];
+    return jsonApi(c, { data: serializeWorkspace(ws, ctx.org, ctx.access, current, tags) }, status);
   }
 
   const byName = (c: Context<AppEnv>) => workspaceByName(deps, requirePrincipal(c), c.req.param('org')!, c.req.param('name')!);
@@ -39,20 +42,17 @@ export function workspaceRoutes(deps: Deps): Hono<AppEnv> {
   app.post('/organizations/:org/workspaces', async (c) => {
     const p = requirePrincipal(c);
     const { org, access } = await organizationForWorkspaceCreate(deps, p, c.req.param('org'));
-    const { attributes } = await readResource(c, 'workspaces', createWorkspaceSchema);
-    const ws = await createWorkspace(deps, p, org, access, attributes);
+    const { attributes, relationships } = await readResource(c, 'workspaces', createWorkspaceSchema);
+    const ws = await createWorkspace(deps, p, org, access, attributes, parseWorkspaceRelations(attributes['tag-names'], relationships));
     return render(c, { org, access }, ws, 201);
   });
 
   app.get('/organizations/:org/workspaces', async (c) => {
     const p = requirePrincipal(c);
-    const { org, access } = await organizationForWorkspaces(deps, p, c.req.param('org'));
     const page = parsePage(c);
-    const q = queryParams(c);
-    const search = q.get('search[name]') || q.get('search[wildcard-name]')?.replace(/\*/g, '') || undefined;
-    const { rows, total } = await listWorkspaces(deps.db, { organizationId: org.id, search }, { limit: page.size, offset: page.offset });
-    const current = await currentStateVersions(deps.db, rows);
-    const data = rows.map((ws) => serializeWorkspace(ws, org, access, current.get(ws.id)));
+    const { org, access, rows, total, current } = await workspacesOf(deps, p, c.req.param('org'), queryParams(c), { limit: page.size, offset: page.offset });
+    const tags = await tagNamesOf(deps.db, rows.map((ws) => ws.id));
+    const data = rows.map((ws) => serializeWorkspace(ws, org, access, current.get(ws.id), tags.get(ws.id) ?? []));
     return jsonApi(c, { data, ...pageLinksAndMeta(c, deps.config.publicUrl, page, total) });
   });
 
@@ -72,8 +72,8 @@ export function workspaceRoutes(deps: Deps): Hono<AppEnv> {
     app.patch(path, async (c) => {
       const p = requirePrincipal(c);
       const ctx = await findForUpdate(c);
-      const { attributes } = await readResource(c, 'workspaces', updateWorkspaceSchema);
-      const ws = await updateWorkspace(deps, p, ctx, attributes);
+      const { attributes, relationships } = await readResource(c, 'workspaces', updateWorkspaceSchema);
+      const ws = await updateWorkspace(deps, p, ctx, attributes, parseWorkspaceRelations(attributes['tag-names'], relationships));
       return render(c, ctx, ws);
     });
 

@@ -49,6 +49,7 @@ export function serializeWorkspace(
   org: OrganizationRow,
   access: WorkspaceAccess,
   current: StateVersionRow | undefined,
+  tagNames: string[],
 ): ResourceObject {
   const { mode, agentPoolId } = effectiveExecution(ws, org);
   const inert = parseInert(ws.attributes);
@@ -61,6 +62,9 @@ export function serializeWorkspace(
     'current-state-version': toOne('state-versions', ws.current_state_version_id, `/api/v2/workspaces/${ws.id}/current-state-version`),
     'current-run': { data: null },
     'agent-pool': toOne('agent-pools', agentPoolId),
+    project: { data: { id: ws.project_id, type: 'projects' }, links: { related: `/api/v2/projects/${ws.project_id}` } },
+    'tag-bindings': { links: { related: `/api/v2/workspaces/${ws.id}/tag-bindings` } },
+    'effective-tag-bindings': { links: { related: `/api/v2/workspaces/${ws.id}/effective-tag-bindings` } },
   };
   if (ws.locked === 1 && (ws.locked_by_kind === 'user' || ws.locked_by_kind === 'team') && ws.locked_by_id) {
     relationships['locked-by'] = { data: { id: ws.locked_by_id, type: ws.locked_by_kind === 'user' ? 'users' : 'teams' } };
@@ -89,7 +93,7 @@ export function serializeWorkspace(
       source: 'tfe-api',
       'source-name': inert['source-name'],
       'source-url': inert['source-url'],
-      'tag-names': inert['tag-names'],
+      'tag-names': tagNames,
       'trigger-prefixes': inert['trigger-prefixes'],
       'trigger-patterns': inert['trigger-patterns'],
       'allow-destroy-plan': inert['allow-destroy-plan'],

@@ -1,6 +1,6 @@
 import { workspacePrefix } from '../blobs/layout.js';
 import { rfc3339 } from '../clock.js';
-import { isUniqueViolation, type Queryable } from '../db/index.js';
+import { inTransaction, isUniqueViolation, type Queryable } from '../db/index.js';
 import type { Deps } from '../deps.js';
 import { authorize } from '../http/authorized.js';
 import { ApiError, conflict, notFound, quoteValue, unprocessable } from '../http/errors.js';
@@ -11,6 +11,8 @@ import { orgAccess, type OrganizationRow } from '../organizations/access.js';
 import { parseSettings } from '../organizations/settings.js';
 import { getAgentPool, getOrganizationById, getOrganizationByName } from '../organizations/store.js';
 import { workspaceAccess, type WorkspaceAccess } from './access.js';
+import { listFilter } from './list-filter.js';
+import { resolveRelations, writeRelations, type WorkspaceRelations } from './relations.js';
 import { effectiveExecution, parseVcsRepo } from './serialize.js';
 import { INERT_KEYS, parseInert, type VcsRepo, type VcsRepoInput, type WorkspaceInput } from './settings.js';
 import {
@@ -20,6 +22,7 @@ import {
   getWorkspaceByName,
   insertWorkspace,
   latestVersionPending,
+  listWorkspaces,
   lockIfUnlocked,
   unlock,
   updateWorkspaceRow,
@@ -42,6 +45,14 @@ export async function organizationForWorkspaces(deps: Deps, p: Principal, orgNam
   const access = org ? workspaceAccess(await orgAccess(deps.db, p, org.id)) : undefined;
   if (!org || !access?.readOutputs) throw hidden(`organization ${quoteValue(orgName)}`);
   return { org, access };
+}
+
+/** A page of an organization's workspaces with their current state versions, for callers who may see them. */
+export async function workspacesOf(deps: Deps, p: Principal, orgName: string, query: URLSearchParams, page: { limit: number; offset: number }) {
+  const { org, access } = await organizationForWorkspaces(deps, p, orgName);
+  // The query is read only once the caller may see the organization: its 400s reveal nothing.
+  const { rows, total } = await listWorkspaces(deps.db, listFilter(query, org.id), page);
+  return { org, access, rows, total, current: await currentStateVersions(deps.db, rows) };
 }
 
 /** A workspace by id, if the caller may at least read its outputs; 404 otherwise. */
@@ -129,7 +140,10 @@ function mergeVcsRepo(current: VcsRepo | null, input: VcsRepoInput, errors: ApiE
 }
 
 interface Resolved {
-  row: Omit<WorkspaceRow, 'id' | 'organization_id' | 'created_at' | 'updated_at' | 'locked' | 'locked_by_kind' | 'locked_by_id' | 'lock_reason' | 'current_state_version_id'>;
+  row: Omit<
+    WorkspaceRow,
+    'id' | 'organization_id' | 'created_at' | 'updated_at' | 'locked' | 'locked_by_kind' | 'locked_by_id' | 'lock_reason' | 'current_state_version_id' | 'project_id'
+  >;
 }
 
 /** Applies an input over the current values (or defaults) and enforces the rules between attributes. */
@@ -205,15 +219,18 @@ export async function createWorkspace(
   org: OrganizationRow,
   access: WorkspaceAccess,
   a: WorkspaceInput & { name: string },
+  relations: WorkspaceRelations = {},
 ): Promise<WorkspaceRow> {
   requireCreate({ org, access });
   const { row } = await resolve(deps.db, org, null, a);
+  const resolved = await resolveRelations(deps.db, org, relations, null);
   if (await getWorkspaceByName(deps.db, org.id, a.name)) throw nameTaken(a.name);
   const now = rfc3339(deps.clock.now());
   const ws: WorkspaceRow = {
     ...row,
     id: newId('ws'),
     organization_id: org.id,
+    project_id: resolved.projectId,
     locked: 0,
     locked_by_kind: null,
     locked_by_id: null,
@@ -223,7 +240,10 @@ export async function createWorkspace(
     updated_at: now,
   };
   try {
-    await insertWorkspace(deps.db, ws);
+    await inTransaction(deps.db, async (tx) => {
+      await insertWorkspace(tx, ws);
+      await writeRelations(tx, org.id, ws.id, resolved, now);
+    });
   } catch (err) {
     if (isUniqueViolation(err)) throw nameTaken(a.name);
     throw err;
@@ -232,22 +252,27 @@ export async function createWorkspace(
   return ws;
 }
 
-export async function updateWorkspace(deps: Deps, p: Principal, ctx: WorkspaceContext, a: WorkspaceInput): Promise<WorkspaceRow> {
+export async function updateWorkspace(deps: Deps, p: Principal, ctx: WorkspaceContext, a: WorkspaceInput, relations: WorkspaceRelations = {}): Promise<WorkspaceRow> {
   requireManage(ctx);
   const { ws, org } = ctx;
   const { row } = await resolve(deps.db, org, ws, a);
+  const resolved = await resolveRelations(deps.db, org, relations, ws.project_id);
   if (row.name_lower !== ws.name_lower) {
     const other = await getWorkspaceByName(deps.db, org.id, row.name);
     if (other && other.id !== ws.id) throw nameTaken(row.name);
   }
-  const updated: WorkspaceRow = { ...ws, ...row, updated_at: rfc3339(deps.clock.now()) };
+  const project_id = resolved.projectId;
+  const updated: WorkspaceRow = { ...ws, ...row, project_id, updated_at: rfc3339(deps.clock.now()) };
   try {
-    await updateWorkspaceRow(deps.db, ws.id, { ...row, updated_at: updated.updated_at });
+    await inTransaction(deps.db, async (tx) => {
+      await updateWorkspaceRow(tx, ws.id, { ...row, project_id, updated_at: updated.updated_at });
+      await writeRelations(tx, org.id, ws.id, resolved, updated.updated_at);
+    });
   } catch (err) {
     if (isUniqueViolation(err)) throw nameTaken(row.name);
     throw err;
   }
-  const changed = Object.keys(a).filter((k) => (a as Record<string, unknown>)[k] !== undefined);
+  const changed = [...Object.entries(a), ...Object.entries(relations)].filter(([, v]) => v !== undefined).map(([k]) => k);
   deps.logger.info({ actor: principalLabel(p), workspace: ws.id, changed }, 'workspace updated');
   return updated;
 }

@@ -19,7 +19,6 @@ export interface InertSettings {
   'structured-run-output-enabled': boolean;
   'trigger-prefixes': string[];
   'trigger-patterns': string[];
-  'tag-names': string[];
   'source-name': string | null;
   'source-url': string | null;
 }
@@ -35,7 +34,6 @@ export const INERT_DEFAULTS: Readonly<InertSettings> = Object.freeze({
   'structured-run-output-enabled': true,
   'trigger-prefixes': [],
   'trigger-patterns': [],
-  'tag-names': [],
   'source-name': null,
   'source-url': null,
 });
@@ -106,7 +104,8 @@ const common = {
   'structured-run-output-enabled': bool().optional(),
   'trigger-prefixes': strings().optional(),
   'trigger-patterns': strings().optional(),
-  'tag-names': strings().optional(),
+  // Validated against the tag rule by the service (tags/rules.ts); stored as tags, not inert.
+  'tag-names': z.array(str(255), { error: 'must be an array of strings' }).max(100, { error: 'must hold at most 100 items' }).optional(),
   'source-name': str(500).nullable().optional(),
   'source-url': str(2000).nullable().optional(),
 };

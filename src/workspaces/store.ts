@@ -1,4 +1,6 @@
+import type { Expression, ExpressionBuilder, SqlBool } from 'kysely';
 import type { Queryable } from '../db/index.js';
+import type { Database } from '../db/schema.js';
 import type { StateVersionRow, WorkspaceRow } from '../db/rows.js';
 import { containsInsensitive } from '../organizations/store.js';
 
@@ -23,14 +25,62 @@ export interface WorkspaceFilter {
   search?: string;
   /** Exact names, case-insensitive. */
   names?: string[];
+  /** Every one of these must be a tag name of the workspace or the key of a binding in force on it (search[tags]). */
+  tags?: string[];
+  /** None of these may be (search[exclude-tags]). */
+  excludeTags?: string[];
+  /** Every one must be a binding in force on the workspace; a null value matches any value of the key (filter[tagged]). */
+  tagged?: { key: string; value: string | null }[];
+  projectId?: string;
+}
+
+type WorkspaceEb = ExpressionBuilder<Database, 'workspaces'>;
+
+/**
+ * The workspace carries the tag name, or a binding of the key is in force on it (its own, or its
+ * project's): Terraform's cloud block sends the keys of its key/value tags as search[tags] too.
+ */
+function tagged(eb: WorkspaceEb, tag: string): Expression<SqlBool> {
+  return eb.or([
+    eb.exists(
+      eb
+        .selectFrom('workspace_tags')
+        .innerJoin('tags', 'tags.id', 'workspace_tags.tag_id')
+        .select('workspace_tags.tag_id')
+        .whereRef('workspace_tags.workspace_id', '=', 'workspaces.id')
+        .where('tags.name', '=', tag),
+    ),
+    eb.exists(
+      eb
+        .selectFrom('tag_bindings')
+        .select('tag_bindings.id')
+        .where('tag_bindings.key', '=', tag)
+        .where((e) => e.or([e('tag_bindings.workspace_id', '=', e.ref('workspaces.id')), e('tag_bindings.project_id', '=', e.ref('workspaces.project_id'))])),
+    ),
+  ]);
+}
+
+/** The binding is in force: the workspace's own binding of the key has the value, or it has none and its project's has. */
+function bound(eb: WorkspaceEb, key: string, value: string): Expression<SqlBool> {
+  const own = eb.selectFrom('tag_bindings').select('tag_bindings.id').whereRef('tag_bindings.workspace_id', '=', 'workspaces.id').where('tag_bindings.key', '=', key);
+  const inherited = eb.selectFrom('tag_bindings').select('tag_bindings.id').whereRef('tag_bindings.project_id', '=', 'workspaces.project_id').where('tag_bindings.key', '=', key);
+  return eb.or([
+    eb.exists(own.where('tag_bindings.value', '=', value)),
+    eb.and([eb.not(eb.exists(own)), eb.exists(inherited.where('tag_bindings.value', '=', value))]),
+  ]);
 }
 
 export async function listWorkspaces(db: Queryable, f: WorkspaceFilter, page: { limit: number; offset: number }) {
-  let base = db.selectFrom('workspaces').where('organization_id', '=', f.organizationId);
-  if (f.search !== undefined) base = base.where(containsInsensitive('name', f.search));
-  if (f.names) base = base.where('name_lower', 'in', f.names.map((n) => n.toLowerCase()));
+  let base = db.selectFrom('workspaces').where('workspaces.organization_id', '=', f.organizationId);
+  if (f.search !== undefined) base = base.where(containsInsensitive('workspaces.name', f.search));
+  if (f.names) base = base.where('workspaces.name_lower', 'in', f.names.map((n) => n.toLowerCase()));
+  if (f.projectId !== undefined) base = base.where('workspaces.project_id', '=', f.projectId);
+  for (const tag of f.tags ?? []) base = base.where((eb) => tagged(eb, tag));
+  for (const tag of f.excludeTags ?? []) base = base.where((eb) => eb.not(tagged(eb, tag)));
+  // A key without a value matches a single-string tag of that name too.
+  for (const t of f.tagged ?? []) base = base.where((eb) => (t.value === null ? tagged(eb, t.key) : bound(eb, t.key, t.value)));
   const { n } = await base.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
-  const rows = await base.selectAll().orderBy('name_lower').orderBy('id').limit(page.limit).offset(page.offset).execute();
+  const rows = await base.selectAll('workspaces').orderBy('workspaces.name_lower').orderBy('workspaces.id').limit(page.limit).offset(page.offset).execute();
   return { rows, total: Number(n) };
 }
 

@@ -15,6 +15,8 @@ import {
   createBlobStore,
   type BlobStore,
 } from '../../src/blobs/index.js';
+import { SealedBlobStore, type DataKeyRow, type DataKeyStore } from '../../src/blobs/sealed.js';
+import { Secrets } from '../../src/secrets.js';
 
 const MiB = 1024 * 1024;
 const BUCKET = 'terrace-test';
@@ -74,6 +76,32 @@ async function s3Harness(): Promise<Harness> {
       fs.rmSync(dir, { recursive: true, force: true });
     },
   };
+}
+
+/** Data keys in memory, as src/encryption/store.ts keeps them in the database. */
+function memoryDataKeys(): DataKeyStore {
+  let rows: DataKeyRow[] = [];
+  return {
+    async insert(row) {
+      rows.push(row);
+    },
+    async forBlob(blobKey) {
+      return rows.filter((r) => r.blob_key === blobKey);
+    },
+    async deleteForBlob(blobKey, keepId) {
+      rows = rows.filter((r) => r.blob_key !== blobKey || r.id === keepId);
+    },
+    async remove(id) {
+      rows = rows.filter((r) => r.id !== id);
+    },
+  };
+}
+
+/** The encryption-at-rest wrapper over s3, every key treated as sensitive: it must behave as a store. */
+async function sealedS3Harness(): Promise<Harness> {
+  const s3 = await s3Harness();
+  const secrets = new Secrets(Buffer.alloc(32, 9));
+  return { ...s3, newStore: () => new SealedBlobStore(s3.newStore(), secrets, memoryDataKeys(), () => true) };
 }
 
 function s3Store(port: number, prefix: string): S3BlobStore {
@@ -142,9 +170,10 @@ function tempFiles(store: BlobStore): string[] {
 }
 
 describe.each([
-  { driver: 'fs' as const, start: fsHarness },
-  { driver: 's3' as const, start: s3Harness },
-])('BlobStore conformance: $driver', ({ driver, start }) => {
+  { driver: 'fs' as const, start: fsHarness, sealed: false, label: 'fs' },
+  { driver: 's3' as const, start: s3Harness, sealed: false, label: 's3' },
+  { driver: 's3' as const, start: sealedS3Harness, sealed: true, label: 'sealed over s3' },
+])('BlobStore conformance: $label', ({ driver, start, sealed }) => {
   let harness: Harness;
   let store: BlobStore;
 
@@ -344,7 +373,14 @@ describe.each([
     });
   }
 
-  if (driver === 's3') {
+  if (sealed) {
+    it('directUrl is null for a sensitive key: the store holds only ciphertext', async () => {
+      await store.put('direct/x', body('secret'));
+      expect(await store.directUrl('direct/x', { expiresInSeconds: 60 })).toBeNull();
+    });
+  }
+
+  if (driver === 's3' && !sealed) {
     it('directUrl is a presigned URL that works without credentials', async () => {
       const data = randomBytes(5000);
       await store.put('url/mod.tar.gz', body(data));
@@ -353,7 +389,7 @@ describe.each([
       expect(new URL(url!).searchParams.get('X-Amz-Expires')).toBe('321');
       const res = await fetch(url!);
       expect(res.status).toBe(200);
-      expect(res.headers.get('content-disposition')).toBe('attachment; filename="mod-1.0.0.tar.gz"');
+      expect(res.headers.get('content-disposition')).toBe('attachment;filename="mod-1.0.0.tar.gz"');
       expect(Buffer.from(await res.arrayBuffer()).equals(data)).toBe(true);
     });
 

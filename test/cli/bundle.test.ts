@@ -141,3 +141,13 @@ describe('terrace bundle', () => {
     expect(fs.existsSync(file)).toBe(false);
   });
 });
+
+describe('the archive URL bundle export fetches from X-Terraform-Get', () => {
+  it("drops go-getter's own parameters (checksum, archive) and keeps every other query byte as signed", async () => {
+    const { getterUrl } = await import('../../src/cli/bundle.js');
+    const signed = 'X-Amz-Credential=S3RVER%2F20260101%2Fus-east-1%2Fs3%2Faws4_request&response-content-disposition=attachment%3Bfilename%3D%22m.tar.gz%22&X-Amz-Signature=ab12';
+    const got = getterUrl(new URL(`https://s3.example.com/b/k.tar.gz?${signed}&checksum=sha256:${'0'.repeat(64)}&archive=tgz`));
+    expect(got.toString()).toBe(`https://s3.example.com/b/k.tar.gz?${signed}`);
+    expect(getterUrl(new URL(`https://t.example.com/archives/v/1.s/m.tar.gz?checksum=sha256:${'0'.repeat(64)}`)).toString()).toBe('https://t.example.com/archives/v/1.s/m.tar.gz');
+  });
+});

@@ -58,6 +58,19 @@ describe('configuration', () => {
     expect(err.message.startsWith(`${variable}: `)).toBe(true);
   });
 
+  it('configures the web UI: session lifetime and single sign-on, all three OIDC settings together', () => {
+    const c = loadConfig({}, '/');
+    expect(c.sessionTtlSeconds).toBe(28800);
+    expect(c.oidc).toBeUndefined();
+    expect(loadConfig({ TERRACE_SESSION_TTL: '300' }, '/').sessionTtlSeconds).toBe(300);
+    expect(errorOf({ TERRACE_SESSION_TTL: '299' }).message).toBe('TERRACE_SESSION_TTL: must be between 300 and 2592000, got 299');
+    const sso = { TERRACE_OIDC_ISSUER: 'https://id.example.com/', TERRACE_OIDC_CLIENT_ID: 'terrace', TERRACE_OIDC_CLIENT_SECRET: 's3cret' };
+    expect(loadConfig(sso, '/').oidc).toEqual({ issuer: 'https://id.example.com', clientId: 'terrace', clientSecret: 's3cret', scopes: 'openid email profile' });
+    expect(errorOf({ TERRACE_OIDC_ISSUER: 'https://id.example.com' }).message).toBe('TERRACE_OIDC_CLIENT_ID: is required when TERRACE_OIDC_ISSUER is set');
+    expect(errorOf({ ...sso, TERRACE_OIDC_CLIENT_SECRET: '' }).message).toBe('TERRACE_OIDC_CLIENT_SECRET: is required when TERRACE_OIDC_ISSUER is set');
+    expect(errorOf({ ...sso, TERRACE_OIDC_SCOPES: 'email profile' }).message).toBe('TERRACE_OIDC_SCOPES: must include openid');
+  });
+
   it('parses booleans in the usual spellings', () => {
     expect(loadConfig({ TERRACE_PUBLIC_READ: 'true' }, '/').publicRead).toBe(true);
     expect(loadConfig({ TERRACE_PUBLIC_READ: 'ON' }, '/').publicRead).toBe(true);

@@ -10,11 +10,13 @@ afterAll(async () => {
 });
 
 describe('service discovery', () => {
-  it('declares modules.v1 and tfe.v2* as exactly application/json', async () => {
+  it('declares modules.v1, tfe.v2* and login.v1 as exactly application/json', async () => {
     const res = await t.api('GET', '/.well-known/terraform.json', { token: null });
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')!.split(';')[0]).toBe('application/json');
     expect(res.json).toEqual({
+      // terraform login: Terrace's web UI is the OAuth server (test/web/oauth.test.ts).
+      'login.v1': { client: 'terraform-cli', grant_types: ['authz_code'], authz: '/app/oauth/authorize', token: '/app/oauth/token', ports: [10000, 10010] },
       'modules.v1': '/v1/modules/',
       'tfe.v2': '/api/v2/',
       'tfe.v2.1': '/api/v2/',

@@ -9,6 +9,8 @@ import { BODY_VALIDATING_ROUTES, READABLE_ACROSS_TENANTS, READ_METHODS, valueKin
  * (any method but GET and HEAD) is generated for one stated reason, and only in a form for which
  * that reason holds whatever else the request carries:
  * - unauthenticated: no token, a malformed Authorization header or an unknown token, on /api;
+ *   on the web surface, any request (none carries a session cookie, and the sign-in form and
+ *   Terraform's token endpoint refuse one without its CSRF token or authorization code);
  * - foreign: a principal of one tenant against path values naming the other tenant's resources,
  *   or a reader (a team that may read but change nothing) against its own organization's; or
  *   unknown values;
@@ -311,7 +313,8 @@ export function reasonsFor(route: RouteInfo): Reason[] {
     return foreignRead ? ['read', 'foreign-read'] : ['read'];
   }
   const out: Reason[] = [];
-  if (route.surface === 'api') out.push('unauthenticated');
+  // No generated request carries a session cookie: every form post on the web surface comes from someone not signed in.
+  if (route.surface === 'api' || route.surface === 'web') out.push('unauthenticated');
   if (route.surface === 'api' && route.params.length > 0) out.push('foreign');
   if (route.params.length > 0) out.push('unknown');
   if (BODY_VALIDATING_ROUTES.has(route.key) || route.surface === 'capability') out.push('bad-body');

@@ -15,14 +15,4 @@ export interface Observation {
   failure: 'server-error' | 'refusal-status' | 'oversized-error' | 'changed';
 }
 
-export const KNOWN_DEFECTS: { id: string; description: string; matches: (o: Observation) => boolean }[] = [
-  {
-    id: 'head-counts-download',
-    description: 'HEAD on a version download endpoint counts a download',
-    matches: (o) =>
-      o.failure === 'changed' &&
-      o.req.method === 'HEAD' &&
-      o.req.routeKey === 'GET /v1/modules/:namespace/:name/:provider/:version/download' &&
-      o.changed.every((c) => c === 'registry_module_downloads'),
-  },
-];
+export const KNOWN_DEFECTS: { id: string; description: string; matches: (o: Observation) => boolean }[] = [];

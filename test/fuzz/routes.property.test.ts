@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApp } from '../../src/app.js';
+import { isWebPath, OAUTH_TOKEN_PATH } from '../../src/http/surface.js';
 import type { ManualClock } from '../../src/clock.js';
 import { createUserWithToken, startTestServer } from '../helpers/server.js';
 import { actorsFor, normalizedPath, reasonsFor, requestArb, type FuzzRequest, type World } from './generators.js';
@@ -85,7 +86,7 @@ describe('the route list', () => {
     ]) {
       expect(keys).toContain(known);
     }
-    expect(new Set(routes.map((r) => r.surface))).toEqual(new Set(['api', 'registry', 'capability', 'ops']));
+    expect(new Set(routes.map((r) => r.surface))).toEqual(new Set(['api', 'registry', 'capability', 'ops', 'web']));
     expect(keys.some((k) => k.includes('*'))).toBe(false);
   });
 
@@ -143,6 +144,9 @@ async function check(req: FuzzRequest, twin?: { status: number; text: string }):
   if (!READ_METHODS.has(req.method) && res.status < 400) problems.push({ failure: 'not-refused', message: `a mutation that must be refused answered ${res.status}` });
   if (req.reason === 'unauthenticated' || req.reason === 'foreign' || req.reason === 'foreign-read') {
     const allowed = [401, 404, ...((req.body?.length ?? 0) > maxJsonBody ? [413] : [])];
+    // A form post without a session may also fail its CSRF check (403), not be a form (415) or too
+    // large (413), or, at Terraform's token endpoint, carry no valid code (OAuth's 400).
+    if (isWebPath(normalizedPath(req.target))) allowed.push(400, 403, 413, 415);
     const explained = twin && req.method === 'HEAD' && twin.status === res.status ? twin.text : text;
     if (!allowed.includes(res.status) && !queryParameterRefusal(req, res.status, explained)) {
       problems.push({ failure: 'refusal-status', message: `refused for who is asking, so expected ${allowed.join(' or ')}, got ${res.status}: ${text.slice(0, 300)}` });
@@ -187,9 +191,29 @@ function queryParameterRefusal(req: FuzzRequest, status: number, text: string): 
   }
 }
 
+/** Terraform's token endpoint answers errors as OAuth 2.0 does: {"error":"…","error_description":"…"}. */
+function oauthErrorProblem(res: RawResponse, contentType: string, text: string, method: string): string | null {
+  if (contentType !== 'application/json') return `a ${res.status} from the token endpoint with Content-Type "${contentType}", expected application/json`;
+  if (method === 'HEAD') return null;
+  try {
+    const body = JSON.parse(text);
+    if (typeof body?.error === 'string' && /^[a-z_]+$/.test(body.error) && typeof body.error_description === 'string') return null;
+  } catch {
+    // reported below
+  }
+  return `a ${res.status} from the token endpoint that is not an OAuth error: ${text.slice(0, 200)}`;
+}
+
 /** The error body of a 4xx in the format of the surface the (normalized) path falls under; null if fine. */
 function errorFormatProblem(req: FuzzRequest, res: RawResponse, text: string): string | null {
   const contentType = String(res.headers['content-type'] ?? '').split(';')[0]!.trim();
+  const path = normalizedPath(req.target);
+  if (path === OAUTH_TOKEN_PATH) return oauthErrorProblem(res, contentType, text, req.method);
+  if (isWebPath(path)) {
+    if (contentType !== 'text/html') return `a ${res.status} on the web surface with Content-Type "${contentType}", expected text/html: ${text.slice(0, 200)}`;
+    if (req.method !== 'HEAD' && !/<h1>\d{3} [^<]+<\/h1>/.test(text)) return `a ${res.status} page without its status heading: ${text.slice(0, 200)}`;
+    return null;
+  }
   const registry = isRegistrySurface(normalizedPath(req.target));
   const wantType = registry ? 'application/json' : 'application/vnd.api+json';
   if (contentType !== wantType) return `a ${res.status} with Content-Type "${contentType}", expected ${wantType}: ${text.slice(0, 200)}`;

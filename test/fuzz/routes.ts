@@ -1,5 +1,5 @@
 import type { Hono } from 'hono';
-import { isRegistryPath } from '../../src/http/surface.js';
+import { isRegistryPath, isWebPath } from '../../src/http/surface.js';
 
 /** A route the app registers, as Hono lists it. */
 export interface RouteInfo {
@@ -11,9 +11,10 @@ export interface RouteInfo {
   /**
    * api: /api/… (a bearer token decides who may act); registry: the module registry protocol;
    * capability: outside both, where the URL itself is the credential (uploads, signed
-   * downloads); ops: probes and metrics.
+   * downloads); ops: probes and metrics; web: the UI's pages, signed in by a session cookie
+   * (which no generated request carries) and answering errors as HTML.
    */
-  surface: 'api' | 'registry' | 'capability' | 'ops';
+  surface: 'api' | 'registry' | 'capability' | 'ops' | 'web';
 }
 
 export const READ_METHODS = new Set(['GET', 'HEAD']);
@@ -37,6 +38,8 @@ export function registeredRoutes(app: Hono<any>): RouteInfo[] {
       .map((s) => s.slice(1));
     const surface = isRegistrySurface(r.path)
       ? 'registry'
+      : isWebPath(r.path)
+        ? 'web'
       : r.path.startsWith('/api/')
         ? 'api'
         : params.length > 0
@@ -98,21 +101,38 @@ export const BODY_VALIDATING_ROUTES = new Set([
   'DELETE /api/v2/teams/:id/relationships/organization-memberships',
   'POST /api/v2/organizations/:org/registry-modules',
   'POST /api/v2/organizations/:org/registry-modules/private/:namespace/:name/:provider/versions',
+  'POST /api/v2/registry-modules/:organization/:name/:provider/versions',
+  'PATCH /api/v2/organizations/:org/registry-modules/private/:namespace/:name/:provider',
   'POST /api/v2/organizations/:org/workspaces',
   'PATCH /api/v2/organizations/:org/workspaces/:name',
   'PATCH /api/v2/workspaces/:workspace_id',
   'POST /api/v2/workspaces/:workspace_id/state-versions',
+  'POST /api/v2/workspaces/:workspace_id/relationships/tags',
+  'DELETE /api/v2/workspaces/:workspace_id/relationships/tags',
+  'PATCH /api/v2/workspaces/:workspace_id/tag-bindings',
+  'POST /api/v2/tags/:tag_id/relationships/workspaces',
+  'DELETE /api/v2/organizations/:org/tags',
+  'POST /api/v2/organizations/:org/projects',
+  'PATCH /api/v2/projects/:project_id',
+  'PATCH /api/v2/projects/:project_id/tag-bindings',
+  'POST /api/v2/organizations/:org/tasks',
+  'POST /api/v2/workspaces/:workspace_id/tasks',
+  'POST /api/v2/workspaces/:workspace_id/configuration-versions',
+  'POST /api/v2/runs',
+  'POST /api/v2/runs/:id/actions/complete-apply',
 ]);
 
 /**
  * Effects the documentation gives some requests, which "nothing changed" allows for exactly
  * those requests and tables. They are behaviour, not defects:
- * - a GET of a version's download endpoint counts a download (README: download counts);
+ * - a GET of a version's download endpoint counts a download (README: download counts), at
+ *   either mount of the protocol;
  * - a refused PUT to a module upload URL marks the version "errored" with the reason, and one to
  *   a state upload URL removes the pending state version (README, publishing and state).
  */
 export const DOCUMENTED_EFFECTS: { route: string; method: string; when: (status: number) => boolean; tables: string[] }[] = [
   { route: 'GET /v1/modules/:namespace/:name/:provider/:version/download', method: 'GET', when: (s) => s === 204, tables: ['registry_module_downloads'] },
+  { route: 'GET /api/registry/v1/modules/:namespace/:name/:provider/:version/download', method: 'GET', when: (s) => s === 204, tables: ['registry_module_downloads'] },
   { route: 'PUT /uploads/modules/:token', method: 'PUT', when: (s) => s >= 400 && s < 500, tables: ['registry_module_versions'] },
   { route: 'PUT /uploads/state/:token', method: 'PUT', when: (s) => s >= 400 && s < 500, tables: ['state_versions'] },
 ];

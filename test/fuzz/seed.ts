@@ -1,12 +1,13 @@
 import { accept, createOrg, createTeam, invite } from '../helpers/organizations.js';
 import { createModule, createVersion, publish } from '../helpers/registry.js';
 import { createUserWithToken, type TestServer } from '../helpers/server.js';
+import { createRun, uploadedConfiguration } from '../helpers/runs.js';
 import { createWorkspace, jsonStateOutputs, lock, md5, pushState, stateFixture } from '../helpers/state.js';
 
 /**
  * Two tenants, each with everything a route can address: users (an owner, a member whose only
  * team may read but change nothing, a pending invitee), teams with and without permissions and their tokens,
- * an organization token, an agent pool, a retention policy, workspaces with a processed state
+ * an organization token, an agent pool, a retention policy, projects, tags and tag bindings, workspaces with a processed state
  * version (outputs included) and a pending one (live upload URLs), a module with a published
  * version and a pending one (a live upload URL), and signed archive and state download URLs.
  */
@@ -84,6 +85,12 @@ export async function seedTenant(t: TestServer, name: string): Promise<Tenant> {
     });
     return { id: r.data.id as string, state: new URL(r.data.attributes['hosted-state-upload-url']), json: new URL(r.data.attributes['hosted-json-state-upload-url']) };
   };
+  // Tags, a binding and a project besides the default one.
+  await ok(t, 'POST', `/api/v2/workspaces/${web.id}/relationships/tags`, owner.token, { data: [{ type: 'tags', attributes: { name: 'frontend' } }] });
+  await ok(t, 'PATCH', `/api/v2/workspaces/${web.id}/tag-bindings`, owner.token, { data: [{ type: 'tag-bindings', attributes: { key: 'env', value: 'prod' } }] });
+  await ok(t, 'POST', `/api/v2/organizations/${name}/projects`, owner.token, { data: { type: 'projects', attributes: { name: 'platform' } } });
+  const projects = await ok(t, 'GET', `/api/v2/organizations/${name}/projects`, owner.token);
+  const tags = await ok(t, 'GET', `/api/v2/organizations/${name}/tags`, owner.token);
   const pending = await pendingIn(db.id);
   const pendingJson = await pendingIn(cache.id);
   const stateDownload = new URL(sv.data.attributes['hosted-state-download-url'] as string);
@@ -96,6 +103,12 @@ export async function seedTenant(t: TestServer, name: string): Promise<Tenant> {
   const download = await t.api('GET', `/v1/modules/${name}/vpc/aws/1.0.0/download`, { token: owner.token });
   const archive = download.headers.get('x-terraform-get');
   if (download.status !== 204 || !archive) throw new Error(`download: ${download.status} ${download.text}`);
+
+  // An uploaded configuration version with a run, and a pending one whose upload URL stays live.
+  const cvId = await uploadedConfiguration(t, web.id, owner.token);
+  const run = await createRun(t, web.id, cvId, {}, owner.token);
+  if (run.status !== 201) throw new Error(`create run: ${run.status} ${run.text}`);
+  const pendingCv = await ok(t, 'POST', `/api/v2/workspaces/${web.id}/configuration-versions`, owner.token, { data: { type: 'configuration-versions', attributes: {} } });
 
   const segments = (u: URL | string) => (typeof u === 'string' ? new URL(u, 'http://x') : u).pathname.split('/').slice(1);
   const [, versionId, archiveCapability, archiveFile] = segments(archive);
@@ -118,6 +131,8 @@ export async function seedTenant(t: TestServer, name: string): Promise<Tenant> {
       'teams.id': [readers.id, ops.id],
       'workspaces.name': ['web', 'db', 'cache'],
       'workspaces.workspace_id': [web.id, db.id, cache.id],
+      'projects.project_id': projects.data.map((x: { id: string }) => x.id),
+      'tags.tag_id': tags.data.map((x: { id: string }) => x.id),
       'state-versions.id': [svId, svId, pending.id, pendingJson.id],
       'state-version-outputs.id': outputs.data.map((o: { id: string }) => o.id),
       'module.namespace': [name],
@@ -133,6 +148,9 @@ export async function seedTenant(t: TestServer, name: string): Promise<Tenant> {
       'modules.token': [segments(moduleUpload)[2]!],
       'state.token': [segments(pending.state)[2]!],
       'state-json.token': [segments(pendingJson.json)[2]!],
+      'configuration-versions.id': [cvId, pendingCv.data.id],
+      'configuration-versions.token': [segments(pendingCv.data.attributes['upload-url'])[2]!],
+      'runs.id': [run.json.data.id],
     },
   };
 }

@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildGoTfeProgram, hasGo, run } from '../helpers/gotfe.js';
+import { buildGoProgram, hasGo, run } from '../helpers/gotfe.js';
 import { createUserWithToken, startTestServer, tempDir, type TestServer } from '../helpers/server.js';
 
 if (!hasGo) {
@@ -14,7 +14,7 @@ describe.skipIf(!hasGo)('the real go-tfe client (Debian golang-github-hashicorp-
 
   beforeAll(async () => {
     work = tempDir('terrace-gotfe-');
-    binary = await buildGoTfeProgram('test/gotfe/main.go', work);
+    binary = await buildGoProgram('test/gotfe/main.go', work);
     t = await startTestServer();
   }, 300_000);
   afterAll(async () => {

@@ -15,12 +15,17 @@ export interface CliResult { code: number; stdout: string; stderr: string }
  * (so no real credentials leak in) and what the test passes. input is written to stdin.
  */
 export function terrace(args: string[], opts: { home: string; env?: Record<string, string>; input?: string; cwd?: string }): Promise<CliResult> {
+  return runProcess(process.execPath, [BIN, ...args], {
+    cwd: opts.cwd,
+    env: { PATH: process.env.PATH, HOME: opts.home, XDG_CONFIG_HOME: path.join(opts.home, '.config'), ...opts.env },
+    input: opts.input,
+  });
+}
+
+/** Runs cmd with input on stdin; the exit code is returned, not thrown (timeout: killed, code -1). */
+export function runProcess(cmd: string, args: string[], opts: { cwd?: string; env: NodeJS.ProcessEnv; input?: string; timeout?: number }): Promise<CliResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], {
-      cwd: opts.cwd,
-      env: { PATH: process.env.PATH, HOME: opts.home, XDG_CONFIG_HOME: path.join(opts.home, '.config'), ...opts.env },
-      stdio: ['pipe', 'pipe', 'pipe'],
-    });
+    const child = spawn(cmd, args, { cwd: opts.cwd, env: opts.env, stdio: ['pipe', 'pipe', 'pipe'], timeout: opts.timeout });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (c) => (stdout += c));

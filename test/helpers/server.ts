@@ -34,6 +34,15 @@ export interface TestResponse {
   json: any;
 }
 
+/** A response body as JSON, or undefined when it is empty or not JSON. */
+export function jsonOrUndefined(text: string): any {
+  try {
+    return text ? JSON.parse(text) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 export function tempDir(prefix = 'terrace-test-'): string {
   return fs.mkdtempSync(path.join(os.tmpdir(), prefix));
 }
@@ -75,13 +84,7 @@ export async function startTestServer(
       }
       const res = await fetch(url + pathAndQuery, { method, headers, body, redirect: 'manual' });
       const text = await res.text();
-      let json: any;
-      try {
-        json = text ? JSON.parse(text) : undefined;
-      } catch {
-        json = undefined;
-      }
-      return { status: res.status, headers: res.headers, text, json };
+      return { status: res.status, headers: res.headers, text, json: jsonOrUndefined(text) };
     },
     async close(o = {}) {
       await running.close();

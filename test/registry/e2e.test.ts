@@ -2,11 +2,11 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import S3rver from 's3rver';
 import semver from 'semver';
 import * as tar from 'tar';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { addMember, createOrganization, publish } from '../helpers/registry.js';
+import { startS3Fake, type S3Fake } from '../helpers/s3.js';
 import { createUserWithToken, startTestServer, tempDir, type TestServer } from '../helpers/server.js';
 
 /**
@@ -65,26 +65,14 @@ describe.each([
   ['s3', true],
 ] as const)('Terraform resolves a published module (%s driver, proxy=%s)', (driver, proxy) => {
   let t: TestServer;
-  let s3: S3rver | undefined;
-  let s3dir: string | undefined;
+  let s3: S3Fake | undefined;
   let user: { token: string };
 
   beforeAll(async () => {
     const env: Record<string, string> = {};
     if (driver === 's3') {
-      s3dir = tempDir('terrace-s3-');
-      s3 = new S3rver({ port: 0, address: '127.0.0.1', silent: true, directory: s3dir, configureBuckets: [{ name: 'modules' }] });
-      const { port } = await s3.run();
-      Object.assign(env, {
-        TERRACE_BLOB_DRIVER: 's3',
-        TERRACE_S3_BUCKET: 'modules',
-        TERRACE_S3_ENDPOINT: `http://127.0.0.1:${port}`,
-        TERRACE_S3_ACCESS_KEY_ID: 'S3RVER',
-        TERRACE_S3_SECRET_ACCESS_KEY: 'S3RVER',
-        TERRACE_S3_FORCE_PATH_STYLE: 'true',
-        TERRACE_S3_PREFIX: 'terrace',
-        TERRACE_S3_PROXY_DOWNLOADS: String(proxy),
-      });
+      s3 = await startS3Fake({ TERRACE_S3_PREFIX: 'terrace', TERRACE_S3_PROXY_DOWNLOADS: String(proxy) });
+      Object.assign(env, s3.env);
     }
     t = await startTestServer(env);
     await createOrganization(t, 'platform');
@@ -100,7 +88,6 @@ describe.each([
   afterAll(async () => {
     await t.close();
     await s3?.close();
-    if (s3dir) fs.rmSync(s3dir, { recursive: true, force: true });
   });
 
   it('installs the highest version matching the constraint, pre-releases ignored', async () => {

@@ -66,12 +66,15 @@ describe('GET …/versions', () => {
 });
 
 describe('GET …/:version/download', () => {
-  it('answers 204 with a relative X-Terraform-Get ending in .tar.gz', async () => {
+  it('answers 204 with a relative X-Terraform-Get ending in .tar.gz and carrying the archive sha256', async () => {
     const r = await t.api('GET', '/v1/modules/Acme/network/aws/1.1.0/download');
     expect(r.status).toBe(204);
     expect(r.text).toBe('');
     const get = r.headers.get('x-terraform-get')!;
-    expect(get).toMatch(/^\/archives\/modver-[A-Za-z0-9]+\/\d+\.[\w-]+\/network-aws-1\.1\.0\.tar\.gz$/);
+    const sha256 = (await t.api('GET', '/api/v2/organizations/Acme/registry-modules/private/Acme/network/aws/version?module_version=1.1.0')).json.data.attributes.sha256;
+    expect(sha256).toMatch(/^[0-9a-f]{64}$/);
+    expect(get).toMatch(/^\/archives\/modver-[A-Za-z0-9]+\/\d+\.[\w-]+\/network-aws-1\.1\.0\.tar\.gz\?checksum=sha256:[0-9a-f]{64}$/);
+    expect(get.endsWith(`?checksum=sha256:${sha256}`)).toBe(true);
   });
 
   it('accepts the spellings clients normalise to', async () => {

@@ -1,60 +1,38 @@
-import { execFile, execFileSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { addMember, createOrganization, publish } from '../helpers/registry.js';
-import { createUserWithToken, startTestServer, tempDir, type TestServer } from '../helpers/server.js';
+import { createUserWithToken, tempDir, type TestServer } from '../helpers/server.js';
+import { startTlsServer, terraformAvailable, terraformEnv, withoutTlsVerification } from '../helpers/terraform.js';
 
 // The real Terraform CLI, when the machine has one: it resolves and installs a module from
 // Terrace over HTTPS with a token, exactly as users run it. Skipped where terraform is absent.
 const run = promisify(execFile);
-const has = (cmd: string, args: string[]) => {
-  try {
-    execFileSync(cmd, args, { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-};
-const available = has('terraform', ['version']) && has('openssl', ['version']);
 const HOST = 'registry.terrace.test';
 
-describe.runIf(available)('terraform init against Terrace', () => {
+describe.runIf(terraformAvailable)('terraform init against Terrace', () => {
   let t: TestServer;
   const dir = tempDir('terrace-tf-');
   let env: NodeJS.ProcessEnv;
 
   beforeAll(async () => {
-    const certFile = path.join(dir, 'cert.pem');
-    const keyFile = path.join(dir, 'key.pem');
-    execFileSync('openssl', [
-      'req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '1',
-      '-subj', `/CN=${HOST}`, '-addext', `subjectAltName=DNS:${HOST},IP:127.0.0.1`, '-keyout', keyFile, '-out', certFile,
-    ], { stdio: 'ignore' });
-    t = await startTestServer({ TERRACE_TLS_CERT: certFile, TERRACE_TLS_KEY: keyFile });
-    // Set-up goes through the test helper's fetch, which does not know this throwaway CA: skip
-    // verification for set-up only (this file runs in its own process). Terraform verifies it.
-    process.env.NODE_TLS_REJECT_UNAUTHORIZED = '0';
-    await createOrganization(t, 'acme');
-    await publish(t, 'acme', 'network', 'aws', '1.0.0', { 'main.tf': 'variable "cidr" {\n  default = "10.0.0.0/16"\n}\noutput "cidr" {\n  value = var.cidr\n}\n' });
-    await publish(t, 'acme', 'network', 'aws', '1.4.0', {
-      'main.tf': 'variable "cidr" {\n  default = "10.1.0.0/16"\n}\noutput "cidr" {\n  value = var.cidr\n}\n',
-      'modules/child/main.tf': 'output "ok" {\n  value = true\n}\n',
+    const started = await startTlsServer(dir, HOST);
+    t = started.server;
+    const user = await withoutTlsVerification(async () => {
+      await createOrganization(t, 'acme');
+      await publish(t, 'acme', 'network', 'aws', '1.0.0', { 'main.tf': 'variable "cidr" {\n  default = "10.0.0.0/16"\n}\noutput "cidr" {\n  value = var.cidr\n}\n' });
+      await publish(t, 'acme', 'network', 'aws', '1.4.0', {
+        'main.tf': 'variable "cidr" {\n  default = "10.1.0.0/16"\n}\noutput "cidr" {\n  value = var.cidr\n}\n',
+        'modules/child/main.tf': 'output "ok" {\n  value = true\n}\n',
+      });
+      await publish(t, 'acme', 'network', 'aws', '2.0.0-beta.1', { 'main.tf': 'output "cidr" {\n  value = "beta"\n}\n' });
+      const u = await createUserWithToken(t, 'tf-user');
+      await addMember(t, 'acme', u);
+      return u;
     });
-    await publish(t, 'acme', 'network', 'aws', '2.0.0-beta.1', { 'main.tf': 'output "cidr" {\n  value = "beta"\n}\n' });
-    const user = await createUserWithToken(t, 'tf-user');
-    await addMember(t, 'acme', user);
-    delete process.env.NODE_TLS_REJECT_UNAUTHORIZED;
-
-    // Terraform only treats dotted hosts as registries; the CLI config points that host's
-    // modules.v1 service at the local listener and gives the token for it.
-    const cliConfig = path.join(dir, 'terraformrc');
-    fs.writeFileSync(
-      cliConfig,
-      `host "${HOST}" {\n  services = {\n    "modules.v1" = "${t.url}/v1/modules/"\n  }\n}\ncredentials "${HOST}" {\n  token = "${user.token}"\n}\n`,
-    );
-    env = { PATH: process.env.PATH, HOME: dir, TF_CLI_CONFIG_FILE: cliConfig, SSL_CERT_FILE: certFile, TF_IN_AUTOMATION: '1', CHECKPOINT_DISABLE: '1' };
+    env = terraformEnv(dir, HOST, t, user.token, started.cert);
   });
 
   afterAll(async () => {
@@ -101,9 +79,7 @@ describe.runIf(available)('terraform init against Terrace', () => {
   });
 
   it('counted the downloads Terraform made', async () => {
-    process.env.NODE_TLS_REJECT_UNAUTHORIZED = '0';
-    const r = await t.api('GET', '/v2/modules/acme/network/aws/downloads/summary');
-    delete process.env.NODE_TLS_REJECT_UNAUTHORIZED;
+    const r = await withoutTlsVerification(() => t.api('GET', '/v2/modules/acme/network/aws/downloads/summary'));
     expect(r.json.data.attributes.total).toBeGreaterThanOrEqual(2);
   });
 });

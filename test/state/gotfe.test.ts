@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildGoTfeProgram, hasGo, run } from '../helpers/gotfe.js';
+import { buildGoProgram, hasGo, run } from '../helpers/gotfe.js';
 import { createOrg } from '../helpers/organizations.js';
 import { createUserWithToken, startTestServer, tempDir, type TestServer } from '../helpers/server.js';
 
@@ -14,7 +14,7 @@ describe.skipIf(!hasGo)('workspaces and state through the real go-tfe client', (
 
   beforeAll(async () => {
     work = tempDir('terrace-gotfe-state-');
-    binary = await buildGoTfeProgram('test/state/gotfe/main.go', work);
+    binary = await buildGoProgram('test/state/gotfe/main.go', work);
     t = await startTestServer();
   }, 300_000);
 

@@ -20,7 +20,7 @@ afterAll(async () => {
 });
 
 const teamBody = (attributes: Record<string, unknown>) => ({ data: { type: 'teams', attributes } });
-const SUPPORTED = ['manage-modules', 'manage-vcs-settings', 'manage-workspaces', 'read-state-outputs'];
+const SUPPORTED = ['manage-modules', 'manage-run-tasks', 'manage-vcs-settings', 'manage-workspaces', 'read-state-outputs'];
 
 describe('create, show, update, delete', () => {
   let team: any;

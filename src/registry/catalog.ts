@@ -1,0 +1,122 @@
+import type { Deps } from '../deps.js';
+import { notFound, unauthorized } from '../http/errors.js';
+import type { Principal } from '../identity/principal.js';
+import { consumableOrganizationIds } from '../organizations/access.js';
+import { canManageModules } from './access.js';
+import { sortVersionsDesc } from './names.js';
+import {
+  dailyDownloads,
+  downloadSummary,
+  findModule,
+  findModulesByName,
+  getVersion,
+  latestVersionRows,
+  listModules,
+  listVersions,
+  totalDownloads,
+  type DownloadSummary,
+  type LatestVersion,
+  type ModuleWithOrg,
+  type VersionRow,
+} from './store.js';
+
+/**
+ * Reading the registry: what the protocol routes and the web UI both show, with one rule for who
+ * may read what. A token is needed unless TERRACE_PUBLIC_READ is on; members read their
+ * organizations' modules and those of the organizations producing for them.
+ */
+export async function readableOrganizationIds(deps: Deps, p: Principal | null): Promise<string[] | 'all'> {
+  if (deps.config.publicRead) return 'all';
+  if (!p) throw unauthorized();
+  return consumableOrganizationIds(deps.db, p);
+}
+
+export interface ModuleFilter {
+  namespace?: string;
+  name?: string;
+  /** Ranked full-text search, best first. */
+  q?: string;
+  provider?: string;
+}
+
+export interface ModuleSummary {
+  module: ModuleWithOrg;
+  latest: LatestVersion | undefined;
+  downloads: number;
+}
+
+/** Published modules the caller may read, matching the filter; one page plus whether more exist. */
+export async function findModules(
+  deps: Deps,
+  p: Principal | null,
+  filter: ModuleFilter,
+  page: { offset: number; limit: number },
+): Promise<{ modules: ModuleSummary[]; hasMore: boolean }> {
+  const organizationIds = await readableOrganizationIds(deps, p);
+  const { rows, hasMore } = await listModules(deps.db, { ...filter, organizationIds, publishedOnly: true, ...page });
+  const [latest, downloads] = await Promise.all([latestVersionRows(deps.db, rows), totalDownloads(deps.db, rows.map((r) => r.id))]);
+  return { modules: rows.map((m) => ({ module: m, latest: latest.get(m.id), downloads: downloads.get(m.id) ?? 0 })), hasMore };
+}
+
+/** The module, if the caller may read it; 404 otherwise (its existence is not revealed). */
+export async function readableModule(deps: Deps, p: Principal | null, namespace: string, name: string, provider: string): Promise<ModuleWithOrg> {
+  const orgs = await readableOrganizationIds(deps, p);
+  const module = await findModule(deps.db, namespace, name, provider);
+  if (!module || (orgs !== 'all' && !orgs.includes(module.organization_id))) throw notFound();
+  return module;
+}
+
+export interface VersionDetail {
+  version: VersionRow;
+  /** Published versions, newest first. */
+  versions: string[];
+  /** The same versions' rows (dates, descriptions), newest first. */
+  published: VersionRow[];
+  /** Providers under the same namespace and name that have a published version. */
+  providers: string[];
+  downloads: number;
+}
+
+/** One published version of a readable module, with what the protocol's ModuleDetail carries. */
+export async function publishedVersion(deps: Deps, m: ModuleWithOrg, version: string): Promise<VersionDetail> {
+  const row = await getVersion(deps.db, m.id, version);
+  if (!row || row.status !== 'ok') throw notFound(`version ${version} of ${m.namespace}/${m.name}/${m.provider} not found`);
+  const [siblings, ok, downloads] = await Promise.all([
+    findModulesByName(deps.db, m.namespace, m.name),
+    listVersions(deps.db, m.id, 'ok'),
+    totalDownloads(deps.db, [m.id]),
+  ]);
+  const versions = sortVersionsDesc(ok.map((v) => v.version));
+  const byVersion = new Map(ok.map((v) => [v.version, v]));
+  return {
+    version: row,
+    versions,
+    published: versions.map((v) => byVersion.get(v)!),
+    providers: siblings.filter((s) => s.latest_version !== null).map((s) => s.provider),
+    downloads: downloads.get(m.id) ?? 0,
+  };
+}
+
+export async function moduleDownloadSummary(deps: Deps, m: ModuleWithOrg): Promise<DownloadSummary> {
+  return downloadSummary(deps.db, m.id, deps.clock.now());
+}
+
+/** Downloads per UTC day over the last `days` days, today included, zeros filled in. */
+export async function moduleDownloadsByDay(deps: Deps, m: ModuleWithOrg, days: number): Promise<{ day: string; count: number }[]> {
+  const today = deps.clock.now();
+  const dayAt = (n: number) => new Date(today.getTime() - n * 86_400_000).toISOString().slice(0, 10);
+  const counts = new Map((await dailyDownloads(deps.db, m.id, dayAt(days - 1))).map((r) => [r.day, r.count]));
+  return Array.from({ length: days }, (_, i) => {
+    const day = dayAt(days - 1 - i);
+    return { day, count: counts.get(day) ?? 0 };
+  });
+}
+
+/**
+ * Every version with its status and error, for those who may publish the module (they see what
+ * failed and why); undefined for readers, who see published versions only.
+ */
+export async function versionsForPublishers(deps: Deps, p: Principal | null, m: ModuleWithOrg): Promise<VersionRow[] | undefined> {
+  if (!p || !(await canManageModules(deps, p, m.organization_id))) return undefined;
+  return listVersions(deps.db, m.id);
+}

@@ -1,0 +1,2 @@
+// oidc-provider ships no types; the SSO test uses a small part of it (a provider on loopback).
+declare module 'oidc-provider';
