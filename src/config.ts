@@ -21,6 +21,8 @@ export interface Config {
   /** Pause between the upkeep's batches, so a large migration does not hog the disk and database. */
   encryptionBatchPauseMs: number;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+  /** Which entitlement set every organization gets (src/organizations/entitlements.ts). */
+  edition: 'free' | 'standard' | 'premium';
   maxJsonBodyBytes: number;
   maxArchiveBytes: number;
   maxArchiveEntries: number;
@@ -264,6 +266,7 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): Config 
     maxConfigurationVersionBytes: int(env, 'TERRACE_MAX_CONFIGURATION_VERSION_BYTES', 512 * MiB, 1024, 64 * 1024 * MiB),
     maxPlanJsonBytes: int(env, 'TERRACE_MAX_PLAN_JSON_BYTES', 256 * MiB, 1024, 16 * 1024 * MiB),
     runTaskRequestTimeoutMs: int(env, 'TERRACE_RUN_TASK_REQUEST_TIMEOUT_MS', 10_000, 100, 120_000),
+    edition: oneOf(env, 'TERRACE_EDITION', 'standard', ['free', 'standard', 'premium'] as const),
     sessionTtlSeconds: int(env, 'TERRACE_SESSION_TTL', 8 * 3600, 300, 30 * 24 * 3600),
     publicUrlConfigured: str(env, 'TERRACE_PUBLIC_URL') !== undefined,
     oidc: oidcIssuer ? { issuer: oidcIssuer, clientId: oidcClientId!, clientSecret: oidcClientSecret!, scopes: oidcScopes } : undefined,
