@@ -82,6 +82,8 @@ export interface Config {
   runTaskRequestTimeoutMs: number;
   /** How long a web UI session lasts from sign-in, in seconds (server-side expiry). */
   sessionTtlSeconds: number;
+  /** How often expired web sessions and OAuth authorization codes are swept away. */
+  webSweepIntervalSeconds: number;
   /** Whether TERRACE_PUBLIC_URL was set: pages then show its host, else the host the browser used. */
   publicUrlConfigured: boolean;
   /** OpenID Connect single sign-on for the web UI; undefined when not configured. */
@@ -268,6 +270,7 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): Config 
     runTaskRequestTimeoutMs: int(env, 'TERRACE_RUN_TASK_REQUEST_TIMEOUT_MS', 10_000, 100, 120_000),
     edition: oneOf(env, 'TERRACE_EDITION', 'standard', ['free', 'standard', 'premium'] as const),
     sessionTtlSeconds: int(env, 'TERRACE_SESSION_TTL', 8 * 3600, 300, 30 * 24 * 3600),
+    webSweepIntervalSeconds: int(env, 'TERRACE_WEB_SWEEP_INTERVAL', 3600, 60, 7 * 24 * 3600),
     publicUrlConfigured: str(env, 'TERRACE_PUBLIC_URL') !== undefined,
     oidc: oidcIssuer ? { issuer: oidcIssuer, clientId: oidcClientId!, clientSecret: oidcClientSecret!, scopes: oidcScopes } : undefined,
   };
