@@ -1,3 +1,4 @@
+import fs from 'node:fs';
 import path from 'node:path';
 import { DEFAULT_KEY_ID, KEY_ID_PATTERN, type ServerKey } from './secrets.js';
 
@@ -5,6 +6,19 @@ import { DEFAULT_KEY_ID, KEY_ID_PATTERN, type ServerKey } from './secrets.js';
  * Every setting Terrace reads, typed. The README's configuration table mirrors SETTINGS below:
  * keep them in step.
  */
+/** PostgreSQL, when TERRACE_DATABASE_URL selects it (else the embedded SQLite file). */
+export interface DatabaseConfig {
+  /** postgres://user:password@host:port/database: a secret (it holds the password); never log it. */
+  url: string;
+  poolSize: number;
+  tls: 'disable' | 'require' | 'verify-full';
+  /** CA bundle (PEM) that verify-full checks the server's certificate against; else the system's. */
+  caFile: string | undefined;
+  /** Server-side limit on one statement; 0 turns it off. */
+  statementTimeoutMs: number;
+  connectTimeoutMs: number;
+}
+
 export interface Config {
   port: number;
   host: string;
@@ -14,6 +28,8 @@ export interface Config {
   tlsCert: string | undefined;
   tlsKey: string | undefined;
   secretKey: string | undefined;
+  /** undefined: the SQLite file in the data directory. */
+  database: DatabaseConfig | undefined;
   /** TERRACE_ENCRYPTION_KEYS, in order: the first is current, every one decrypts. */
   encryptionKeys: ServerKey[];
   /** Blobs or secrets the upkeep handles per transaction. */
@@ -223,6 +239,47 @@ function encryptionKeys(env: Env): ServerKey[] {
   return keys;
 }
 
+function database(env: Env, cwd: string): DatabaseConfig | undefined {
+  const name = 'TERRACE_DATABASE_URL';
+  const raw = str(env, name);
+  const tls = oneOf(env, 'TERRACE_DATABASE_TLS', 'disable', ['disable', 'require', 'verify-full'] as const);
+  const caRaw = str(env, 'TERRACE_DATABASE_CA_FILE');
+  if (raw === undefined) return undefined;
+  // The URL holds a password: no message below repeats it.
+  let parsed: URL;
+  try {
+    parsed = new URL(raw);
+  } catch {
+    throw new ConfigError(name, 'must be a URL like postgres://user:password@host:5432/database (percent-encode special characters in the password)');
+  }
+  if (parsed.protocol !== 'postgres:' && parsed.protocol !== 'postgresql:') {
+    throw new ConfigError(name, `must start with postgres:// or postgresql://, got "${parsed.protocol}//"; leave it unset for the embedded SQLite store`);
+  }
+  if (!parsed.hostname) throw new ConfigError(name, 'must name a host, as in postgres://user:password@host:5432/database');
+  if (parsed.pathname.replace(/^\//, '') === '') throw new ConfigError(name, 'must name a database, as in postgres://user:password@host:5432/database');
+  for (const key of parsed.searchParams.keys()) {
+    if (/^ssl/.test(key)) throw new ConfigError(name, `must not carry "${key}": set TERRACE_DATABASE_TLS (and TERRACE_DATABASE_CA_FILE) instead`);
+  }
+  let caFile: string | undefined;
+  if (caRaw !== undefined) {
+    if (tls !== 'verify-full') throw new ConfigError('TERRACE_DATABASE_CA_FILE', 'is only used with TERRACE_DATABASE_TLS=verify-full');
+    caFile = path.resolve(cwd, caRaw);
+    try {
+      fs.accessSync(caFile, fs.constants.R_OK);
+    } catch {
+      throw new ConfigError('TERRACE_DATABASE_CA_FILE', `cannot read "${caFile}": give the path of a PEM file with the CA certificates`);
+    }
+  }
+  return {
+    url: raw,
+    poolSize: int(env, 'TERRACE_DATABASE_POOL_SIZE', 10, 2, 1000),
+    tls,
+    caFile,
+    statementTimeoutMs: int(env, 'TERRACE_DATABASE_STATEMENT_TIMEOUT_MS', 30_000, 0, 3_600_000),
+    connectTimeoutMs: int(env, 'TERRACE_DATABASE_CONNECT_TIMEOUT_MS', 10_000, 100, 600_000),
+  };
+}
+
 /** Reads and validates the environment. Throws ConfigError naming the variable on a bad value. */
 export function loadConfig(env: Env = process.env, cwd = process.cwd()): Config {
   const port = int(env, 'PORT', 8080, 0, 65535);
@@ -277,6 +334,7 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): Config 
     tlsCert,
     tlsKey,
     secretKey,
+    database: database(env, cwd),
     encryptionKeys: encryptionKeys(env),
     encryptionBatchSize: int(env, 'TERRACE_ENCRYPTION_BATCH_SIZE', 50, 1, 10_000),
     encryptionBatchPauseMs: int(env, 'TERRACE_ENCRYPTION_BATCH_PAUSE_MS', 0, 0, 60_000),

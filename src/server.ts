@@ -10,8 +10,9 @@ import { SealedBlobStore } from './blobs/sealed.js';
 import { dataKeyStore } from './encryption/store.js';
 import { ENCRYPTION_UPKEEP, upkeepPending } from './encryption/upkeep.js';
 import { systemClock, type Clock } from './clock.js';
-import type { Config } from './config.js';
-import { migrate, openSqlite } from './db/index.js';
+import { ConfigError, type Config } from './config.js';
+import { openSqlite } from './db/index.js';
+import { openPostgres } from './db/postgres.js';
 import type { Deps } from './deps.js';
 import { guardConnections } from './http/connection-guard.js';
 import { ensureAdminToken } from './identity/bootstrap.js';
@@ -42,12 +43,20 @@ export interface StartOptions {
 export async function startServer(config: Config, opts: StartOptions = {}): Promise<RunningServer> {
   const logger = opts.logger ?? createLogger(config.logLevel);
   fs.mkdirSync(config.dataDir, { recursive: true });
+  // A key generated into one instance's data dir would differ on every other instance sharing the
+  // database: their signed URLs and sealed secrets would not open on each other.
+  if (config.database && !config.secretKey && config.encryptionKeys.length === 0 && !fs.existsSync(path.join(config.dataDir, 'secret.key'))) {
+    throw new ConfigError(
+      'TERRACE_SECRET_KEY',
+      'is required with TERRACE_DATABASE_URL (or TERRACE_ENCRYPTION_KEYS, or the same secret.key in every data dir): every instance sharing the database must use the same key',
+    );
+  }
   const { secrets, generated } = Secrets.load(config.dataDir, config.secretKey, config.encryptionKeys);
   if (generated) logger.info('generated a new server secret key in the data directory');
 
-  const store = openSqlite(path.join(config.dataDir, 'terrace.db'));
+  const store = config.database ? openPostgres(config.database, logger) : openSqlite(path.join(config.dataDir, 'terrace.db'));
   try {
-    const applied = await migrate(store.db);
+    const applied = await store.migrate();
     if (applied.length) logger.info({ migrations: applied }, 'applied migrations');
   } catch (err) {
     await store.close();

@@ -3,6 +3,7 @@ import path from 'node:path';
 import SQLite from 'better-sqlite3';
 import { CompiledQuery, Kysely, Migrator, SqliteDialect, type Compilable, type Transaction } from 'kysely';
 import { migrations } from '../../migrations/index.js';
+import { isPostgres, type DialectName } from './dialect.js';
 import type { Database } from './schema.js';
 
 export type Db = Kysely<Database>;
@@ -12,6 +13,9 @@ export type Queryable = Db | Tx;
 
 export interface Store {
   db: Db;
+  dialect: DialectName;
+  /** Applies every pending migration (on PostgreSQL under an advisory lock, so instances may start together). */
+  migrate(): Promise<string[]>;
   /** Cheap liveness probe for /readyz. */
   ping(): Promise<void>;
   close(): Promise<void>;
@@ -58,6 +62,8 @@ export function openSqlite(file: string): Store {
   let closed = false;
   return {
     db,
+    dialect: 'sqlite',
+    migrate: () => migrate(db),
     async ping() {
       sqlite.prepare('select 1').get();
     },
@@ -69,7 +75,11 @@ export function openSqlite(file: string): Store {
   };
 }
 
-/** Applies every pending forward-only migration; throws on the first failure. */
+/**
+ * Applies every pending forward-only migration; throws on the first failure. On PostgreSQL,
+ * Kysely's migrator holds a session advisory lock and runs the pending migrations in one
+ * transaction, so instances starting together apply each migration once and the others wait.
+ */
 export async function migrate(db: Db): Promise<string[]> {
   const migrator = new Migrator({ db, provider: { getMigrations: async () => migrations } });
   const { error, results } = await migrator.migrateToLatest();
@@ -77,12 +87,34 @@ export async function migrate(db: Db): Promise<string[]> {
   return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
 }
 
-/** The one transaction helper. Everything inside commits together or not at all. */
-export function inTransaction<T>(db: Db, fn: (tx: Tx) => Promise<T>): Promise<T> {
-  return db.transaction().execute(fn);
+// PostgreSQL: serialization failures and deadlocks, where running the transaction again is the fix.
+const RETRYABLE = new Set(['40001', '40P01']);
+const MAX_TRANSACTION_ATTEMPTS = 10;
+
+/**
+ * The one transaction helper. Everything inside commits together or not at all.
+ *
+ * SQLite runs one writer at a time, and code written against it may read, decide and write in
+ * one transaction. On PostgreSQL the same code runs SERIALIZABLE, which gives exactly that
+ * guarantee across instances: a transaction that would have seen another's concurrent write is
+ * refused with a serialization failure and fn runs again from the start (so fn must only touch
+ * the database; blobs go in place before, outbound calls after).
+ */
+export async function inTransaction<T>(db: Db, fn: (tx: Tx) => Promise<T>): Promise<T> {
+  if (!isPostgres(db)) return db.transaction().execute(fn);
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await db.transaction().setIsolationLevel('serializable').execute(fn);
+    } catch (err) {
+      const code = (err as { code?: string } | null)?.code;
+      if (!code || !RETRYABLE.has(code) || attempt >= MAX_TRANSACTION_ATTEMPTS) throw err;
+      // Jittered, growing pause, so the transactions that collided do not collide again.
+      await new Promise((r) => setTimeout(r, Math.random() * 5 * attempt));
+    }
+  }
 }
 
-/** SQLite unique-constraint failures, so services can turn them into 422s. */
+/** Unique-constraint failures (SQLite's codes, PostgreSQL's 23505), so services can turn them into 422s. */
 export function isUniqueViolation(err: unknown): boolean {
   const code = (err as { code?: string } | null)?.code;
   return code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY' || code === '23505';

@@ -1,3 +1,4 @@
+import { position } from '../db/dialect.js';
 import { sql } from 'kysely';
 import type { DataKeyRow, DataKeyStore } from '../blobs/sealed.js';
 import { rfc3339 } from '../clock.js';
@@ -71,7 +72,7 @@ export async function replaceSealedValue(db: Queryable, ref: ColumnRef, rowId: s
 export async function sealedValueCounts(db: Queryable, ref: ColumnRef): Promise<Record<string, number>> {
   const { table, col } = T(ref);
   const r = await sql<{ key_id: string; n: number }>`
-    select case when ${col} like 'v1.%' then 'default' else substr(${col}, 4, instr(substr(${col}, 4), '.') - 1) end as key_id, count(*) as n
+    select case when ${col} like 'v1.%' then 'default' else substr(${col}, 4, ${position(db, sql`substr(${col}, 4)`, '.')} - 1) end as key_id, count(*) as n
     from ${table} where ${col} like 'v1.%' or ${col} like 'v2.%' group by 1`.execute(db);
   return Object.fromEntries(r.rows.map((x) => [x.key_id, Number(x.n)]));
 }

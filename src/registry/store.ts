@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import { hotQuery, type Queryable } from '../db/index.js';
+import { putSearchDocument, removeSearchDocument, searchMatches } from '../db/dialect.js';
 import { unclaimedTokenHash } from '../db/upload-claims.js';
 import type { RegistryModulesTable, RegistryModuleVersionsTable } from '../db/schema.js';
 import { emptyContents, type ModuleContents } from './inspect/index.js';
@@ -59,17 +60,6 @@ export async function findModulesByName(db: Queryable, namespace: string, name: 
     .execute();
 }
 
-/**
- * The search syntax: words (letters and digits) separated by anything else; every word must
- * match, each as a prefix, in any indexed field. Quotes, operators and punctuation are separators,
- * so no input can make the query fail. Returns null when q has no words.
- */
-export function ftsQuery(q: string): string | null {
-  const words = q.toLowerCase().match(/[\p{L}\p{N}]+/gu);
-  if (!words) return null;
-  return words.slice(0, 16).map((w) => `"${w}"*`).join(' ');
-}
-
 export interface ModuleListFilter {
   /** Organizations whose modules the caller may read; 'all' for no restriction. */
   organizationIds: string[] | 'all';
@@ -79,7 +69,11 @@ export interface ModuleListFilter {
   provider?: string;
   /** Case-insensitive substring of the module name (the HCP API's q). */
   nameContains?: string;
-  /** Ranked full-text search (see ftsQuery); results come best first. */
+  /**
+   * Ranked full-text search: words (letters and digits) separated by anything else; every word
+   * must match, each as a prefix, in any indexed field. Quotes, operators and punctuation are
+   * separators, so no input can make the query fail. Results come best first.
+   */
   q?: string;
   /** Only modules with at least one published version. */
   publishedOnly: boolean;
@@ -103,16 +97,12 @@ export async function listModules(db: Queryable, f: ModuleListFilter): Promise<{
   }
   if (f.publishedOnly) qb = qb.where('registry_modules.latest_version', 'is not', null);
   if (f.q !== undefined) {
-    const match = ftsQuery(f.q);
-    if (!match) return { rows: [], hasMore: false };
-    // Column weights: namespace, name, provider, description, readme, input/output names.
+    const matches = searchMatches(db, f.q);
+    if (!matches) return { rows: [], hasMore: false };
     qb = qb
-      .innerJoin(
-        sql<{ search_rowid: number; rank: number }>`(select rowid as search_rowid, bm25(registry_search, 3.0, 10.0, 4.0, 2.0, 0.5, 1.0) as rank from registry_search where registry_search match ${match})`.as('s'),
-        (join) => join.on(sql`s.search_rowid`, '=', sql`registry_modules.rowid`),
-      )
+      .innerJoin(matches.as('s'), (join) => join.onRef(sql.ref('s.module_id') as never, '=', 'registry_modules.id'))
       .orderBy(sql`registry_modules.name_lower = ${f.q.trim().toLowerCase()}`, 'desc')
-      .orderBy(sql`s.rank`) as unknown as typeof qb;
+      .orderBy(sql`s.score`, 'desc') as unknown as typeof qb;
   }
   const rows = await qb
     .orderBy('organizations.name_lower')
@@ -216,13 +206,11 @@ export async function refreshModuleCache(db: Queryable, moduleId: string, now: s
     .where('id', '=', moduleId)
     .returning(['name', 'provider', 'description', 'organization_id'])
     .executeTakeFirst();
-  await sql`delete from registry_search where rowid = (select rowid from registry_modules where id = ${moduleId})`.execute(db);
+  await removeSearchDocument(db, moduleId);
   if (!module || !latestRow) return;
   const c = parseContents(latestRow);
   const names = [c.root, ...c.submodules].flatMap((m) => [...m.inputs.map((i) => i.name), ...m.outputs.map((o) => o.name)]);
-  await sql`insert into registry_search (rowid, namespace, name, provider, description, readme, interface)
-    select m.rowid, o.name, ${module.name}, ${module.provider}, ${module.description}, ${c.root.readme}, ${names.join(' ')}
-    from registry_modules m join organizations o on o.id = m.organization_id where m.id = ${moduleId}`.execute(db);
+  await putSearchDocument(db, moduleId, { name: module.name, provider: module.provider, description: module.description, readme: c.root.readme, interface: names.join(' ') });
 }
 
 /** Counts one download atomically in today's bucket. */
