@@ -11,6 +11,7 @@ import * as m0010 from './0010_runs_and_tasks.js';
 import * as m0011 from './0011_web_sessions.js';
 import * as m0013 from './0013_registry_ingest.js';
 import * as m0015 from './0015_sso_memberships.js';
+import * as m0016 from './0016_job_claims.js';
 
 /** Forward-only, applied in key order at start. Never edit a migration that has shipped: add one. */
 export const migrations: Record<string, Migration> = {
@@ -26,4 +27,5 @@ export const migrations: Record<string, Migration> = {
   '0011_web_sessions': m0011,
   '0013_registry_ingest': m0013,
   '0015_sso_memberships': m0015,
+  '0016_job_claims': m0016,
 };

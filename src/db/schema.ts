@@ -84,6 +84,8 @@ export interface JobsTable {
   created_at: string;
   /** Set on a job that exists at most once (a recurring one); null otherwise. */
   unique_key: string | null;
+  /** Written by each claim: the fencing token of the runner holding the job (see jobs/runner.ts). */
+  claim_token: Generated<string | null>;
 }
 
 /** Blobs whose rows are gone and whose deletion from the blob store is not yet confirmed. */

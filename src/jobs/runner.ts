@@ -1,5 +1,7 @@
+import { randomUUID } from 'node:crypto';
 import { sql, type ExpressionBuilder, type Selectable } from 'kysely';
 import { rfc3339 } from '../clock.js';
+import { skipLocked } from '../db/dialect.js';
 import type { Db, Queryable } from '../db/index.js';
 import type { Database, JobsTable } from '../db/schema.js';
 import type { Deps } from '../deps.js';
@@ -223,38 +225,55 @@ export class JobRunner {
 
   /**
    * Takes the oldest due job no live runner holds. The conditional UPDATE is the lock: of several
-   * runners (processes or instances) racing for one row, exactly one sees it change.
+   * runners (processes or instances) racing for one row, exactly one sees it change. On
+   * PostgreSQL the candidate is chosen FOR UPDATE SKIP LOCKED in the same statement, so runners
+   * on several instances take different jobs instead of all racing for the oldest.
+   *
+   * Each claim writes a fresh claim_token, the claim's fencing token: whatever the runner writes
+   * about the job afterwards (done, failed, a longer lease) names it, so a runner whose lease
+   * lapsed and whose job another runner took over writes nothing.
    */
   private async claim(onlyId?: string): Promise<JobRow | undefined> {
     const kinds = Object.keys(this.kinds);
     if (kinds.length === 0) return undefined;
+    const db = this.deps.db;
     for (let tries = 0; tries < 5; tries++) {
       const nowDate = this.deps.clock.now();
       const now = rfc3339(nowDate);
       const free = (eb: ExpressionBuilder<Database, 'jobs'>) => eb.or([eb('locked_until', 'is', null), eb('locked_until', '<', now)]);
-      const candidate = await this.deps.db
-        .selectFrom('jobs')
-        .select('id')
-        .where('kind', 'in', kinds)
-        .where('run_at', '<=', now)
-        .where('attempts', '<', this.opts.maxAttempts)
-        .where(free)
-        .$if(onlyId !== undefined, (q) => q.where('id', '=', onlyId!))
-        .orderBy('run_at')
-        .orderBy('created_at')
-        .limit(1)
-        .executeTakeFirst();
-      if (!candidate) return undefined;
-      const claimed = await this.deps.db
+      const candidate = skipLocked(
+        db,
+        db
+          .selectFrom('jobs')
+          .select('id')
+          .where('kind', 'in', kinds)
+          .where('run_at', '<=', now)
+          .where('attempts', '<', this.opts.maxAttempts)
+          .where(free)
+          .$if(onlyId !== undefined, (q) => q.where('id', '=', onlyId!))
+          .orderBy('run_at')
+          .orderBy('created_at')
+          .limit(1),
+      );
+      const claimed = await db
         .updateTable('jobs')
-        .set({ locked_until: rfc3339(nowDate.getTime() + this.opts.leaseMs), attempts: sql<number>`attempts + 1` })
-        .where('id', '=', candidate.id)
+        .set({ locked_until: rfc3339(nowDate.getTime() + this.opts.leaseMs), attempts: sql<number>`attempts + 1`, claim_token: randomUUID() })
+        .where('id', '=', candidate)
         .where(free)
         .returningAll()
         .executeTakeFirst();
       if (claimed) return claimed;
+      // Nothing claimed: nothing due, or another runner took the candidate first.
+      const due = await candidate.executeTakeFirst();
+      if (!due) return undefined;
     }
     return undefined;
+  }
+
+  /** The job's row, only while the claim job was read under still holds it (or, unclaimed, nobody claimed it since). */
+  private held(job: JobRow) {
+    return (eb: ExpressionBuilder<Database, 'jobs'>) =>
+      eb.and([eb('id', '=', job.id), job.claim_token === null ? eb('claim_token', 'is', null) : eb('claim_token', '=', job.claim_token)]);
   }
 
   private async run(job: JobRow): Promise<void> {
@@ -266,7 +285,7 @@ export class JobRunner {
       this.deps.db
         .updateTable('jobs')
         .set({ locked_until: next })
-        .where('id', '=', job.id)
+        .where(this.held(job))
         .where('locked_until', '=', lease)
         .executeTakeFirst()
         .then((r) => {
@@ -290,9 +309,11 @@ export class JobRunner {
       await handler(this.deps, payload, job);
       clearInterval(heartbeat);
       const recurring = this.recurringOf(job);
-      if (recurring) await this.reschedule(job, recurring, null, true);
-      else await this.deps.db.deleteFrom('jobs').where('id', '=', job.id).execute();
-      log.debug('job done');
+      const recorded = recurring
+        ? await this.reschedule(job, recurring, null, true)
+        : Number((await this.deps.db.deleteFrom('jobs').where(this.held(job)).executeTakeFirst()).numDeletedRows) === 1;
+      if (recorded) log.debug('job done');
+      else log.warn('job done after its lease lapsed and another runner took it over: its completion is not recorded');
     } catch (err) {
       clearInterval(heartbeat);
       const permanent = err instanceof PermanentJobError || job.attempts >= this.opts.maxAttempts;
@@ -300,12 +321,12 @@ export class JobRunner {
       const recurring = this.recurringOf(job);
       if (permanent && recurring) {
         // Its saved progress stays: the next run resumes this one.
-        const next = await this.reschedule(job, recurring, message, false);
-        log.error({ err, nextRunAt: next }, 'recurring job failed for good this time; its next run resumes it');
+        if (await this.reschedule(job, recurring, message, false)) log.error({ err }, 'recurring job failed for good this time; its next run resumes it');
+        else log.warn({ err }, 'recurring job failed after another runner took it over: not recorded');
         return;
       }
       const runAt = rfc3339(this.deps.clock.now().getTime() + this.opts.backoffMs(job.attempts));
-      await this.deps.db
+      const res = await this.deps.db
         .updateTable('jobs')
         .set({
           last_error: message.slice(0, 2000),
@@ -313,8 +334,12 @@ export class JobRunner {
           run_at: runAt,
           ...(permanent ? { attempts: Math.max(job.attempts, this.opts.maxAttempts) } : {}),
         })
-        .where('id', '=', job.id)
-        .execute();
+        .where(this.held(job))
+        .executeTakeFirst();
+      if (Number(res.numUpdatedRows) !== 1) {
+        log.warn({ err }, 'job failed after its lease lapsed and another runner took it over: its failure is not recorded');
+        return;
+      }
       if (permanent) await this.failExhausted(job.id);
       else log.warn({ err, retryAt: runAt }, 'job failed; it will be retried');
     }
@@ -346,8 +371,9 @@ export class JobRunner {
       const lastError = job.last_error ?? 'the process running its last attempt stopped before it finished';
       const recurring = this.recurringOf(job);
       if (recurring) {
-        const next = await this.reschedule(job, recurring, lastError, false);
-        this.deps.logger.error({ job: job.id, kind: job.kind, lastError, nextRunAt: next }, 'recurring job failed for good this time; its next run resumes it');
+        if (await this.reschedule(job, recurring, lastError, false)) {
+          this.deps.logger.error({ job: job.id, kind: job.kind, lastError }, 'recurring job failed for good this time; its next run resumes it');
+        }
         continue;
       }
       const res = await this.deps.db
@@ -383,11 +409,12 @@ export class JobRunner {
 
   /**
    * Puts a recurring job's row back for its next run, attempts counted afresh: after a finished
-   * run with the initial payload, after a failed one with the progress it saved.
+   * run with the initial payload, after a failed one with the progress it saved. false when the
+   * row has moved on (another runner claimed it since job was read).
    */
-  private async reschedule(job: JobRow, r: RecurringJob, lastError: string | null, fresh: boolean): Promise<string> {
+  private async reschedule(job: JobRow, r: RecurringJob, lastError: string | null, fresh: boolean): Promise<boolean> {
     const next = rfc3339(this.deps.clock.now().getTime() + r.everyMs);
-    await this.deps.db
+    const res = await this.deps.db
       .updateTable('jobs')
       .set({
         run_at: next,
@@ -396,8 +423,8 @@ export class JobRunner {
         last_error: lastError?.slice(0, 2000) ?? null,
         ...(fresh ? { payload: JSON.stringify(r.payload ?? null) } : {}),
       })
-      .where('id', '=', job.id)
-      .execute();
-    return next;
+      .where(this.held(job))
+      .executeTakeFirst();
+    return Number(res.numUpdatedRows) === 1;
   }
 }
