@@ -4,6 +4,7 @@ import path from 'node:path';
 import { createOrg } from '../helpers/organizations.js';
 import { ADMIN_TOKEN, type TestServer } from '../helpers/server.js';
 import { createWorkspace, jsonStateOutputs, lock, pushState } from '../helpers/state.js';
+import { storeEnv } from '../helpers/store.js';
 
 /** A state whose secrets must never be found at rest: a sensitive output and a resource attribute. */
 export function secretState(tag: string, serial = 1) {
@@ -109,7 +110,7 @@ export interface ServerProcess {
 export async function spawnServer(dataDir: string, env: Record<string, string>): Promise<ServerProcess> {
   const proc = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
     cwd: ROOT,
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', PORT: '0', TERRACE_DATA_DIR: dataDir, TERRACE_ADMIN_TOKEN: ADMIN_TOKEN, TERRACE_LOG_LEVEL: 'info', ...env },
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', PORT: '0', TERRACE_DATA_DIR: dataDir, TERRACE_ADMIN_TOKEN: ADMIN_TOKEN, TERRACE_LOG_LEVEL: 'info', ...storeEnv(dataDir), ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';

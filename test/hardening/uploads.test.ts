@@ -7,6 +7,7 @@ import { createOrg } from '../helpers/organizations.js';
 import { createModule, createVersion, moduleTarball, upload } from '../helpers/registry.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { createWorkspace, lock, md5, stateFixture, stateSnapshot } from '../helpers/state.js';
+import { storeEnv } from '../helpers/store.js';
 
 let t: TestServer;
 const S1 = stateFixture('outputs-serial1.json');
@@ -89,7 +90,7 @@ describe('one claim for every kind of upload', () => {
     expect(await claimUpload(t.running.deps.db, 'module', hashToken(token), now, { status: 'uploading' })).toBeDefined();
     await t.running.close();
     const restarted = await startServer(
-      loadConfig({ PORT: '0', TERRACE_DATA_DIR: t.dataDir, TERRACE_LOG_LEVEL: 'silent', TERRACE_ADMIN_TOKEN: t.adminToken, TERRACE_JOBS: 'false', TERRACE_MAX_STATE_BYTES: '65536' }),
+      loadConfig({ PORT: '0', TERRACE_DATA_DIR: t.dataDir, TERRACE_LOG_LEVEL: 'silent', TERRACE_ADMIN_TOKEN: t.adminToken, TERRACE_JOBS: 'false', TERRACE_MAX_STATE_BYTES: '65536', ...storeEnv(t.dataDir) }),
       { clock: t.clock },
     );
     const url = v.links.upload.replace(/^https?:\/\/[^/]+/, restarted.url);

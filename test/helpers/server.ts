@@ -5,6 +5,7 @@ import { ManualClock, type Clock } from '../../src/clock.js';
 import { loadConfig } from '../../src/config.js';
 import type { Logger } from '../../src/logger.js';
 import { startServer, type RunningServer } from '../../src/server.js';
+import { testDatabaseFor } from './store.js';
 
 export const ADMIN_TOKEN = 'test-admin-token-0123456789abcdef';
 
@@ -56,6 +57,8 @@ export async function startTestServer(
   opts: { dataDir?: string; clock?: Clock; logger?: Logger } = {},
 ): Promise<TestServer> {
   const dataDir = opts.dataDir ?? tempDir();
+  // Under the postgres project, each data dir gets its own database (kept across restarts on it).
+  const database = env.TERRACE_DATABASE_URL === undefined ? await testDatabaseFor(dataDir) : undefined;
   const config = loadConfig({
     PORT: '0',
     TERRACE_DATA_DIR: dataDir,
@@ -65,6 +68,7 @@ export async function startTestServer(
     // after 5 s idle can be reused by fetch at the same instant and reset (ECONNRESET). Tests of
     // the listener's own timeouts pass their own values.
     TERRACE_KEEP_ALIVE_TIMEOUT_MS: '60000',
+    ...(database ? { TERRACE_DATABASE_URL: database.url } : {}),
     ...env,
   });
   const clock = opts.clock ?? new ManualClock(new Date());
@@ -92,7 +96,10 @@ export async function startTestServer(
     },
     async close(o = {}) {
       await running.close();
-      if (!o.keepData && !opts.dataDir) fs.rmSync(dataDir, { recursive: true, force: true });
+      if (!o.keepData && !opts.dataDir) {
+        await database?.drop();
+        fs.rmSync(dataDir, { recursive: true, force: true });
+      }
     },
   };
 }

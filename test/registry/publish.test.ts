@@ -5,6 +5,7 @@ import zlib from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createModule, createOrganization, createVersion, moduleTarball, publish, upload } from '../helpers/registry.js';
 import { createUserWithToken, startTestServer, type TestServer } from '../helpers/server.js';
+import { storeEnv } from '../helpers/store.js';
 
 let t: TestServer;
 let outsider: { token: string };
@@ -270,7 +271,7 @@ describe('crash recovery', () => {
     (t.clock as ManualClock).advance(3601 * 1000);
     const { startServer } = await import('../../src/server.js');
     const { loadConfig } = await import('../../src/config.js');
-    const restarted = await startServer(loadConfig({ PORT: '0', TERRACE_DATA_DIR: dataDir, TERRACE_LOG_LEVEL: 'silent', TERRACE_ADMIN_TOKEN: t.adminToken }), { clock: t.clock });
+    const restarted = await startServer(loadConfig({ PORT: '0', TERRACE_DATA_DIR: dataDir, TERRACE_LOG_LEVEL: 'silent', TERRACE_ADMIN_TOKEN: t.adminToken, ...storeEnv(dataDir) }), { clock: t.clock });
     const row = await restarted.deps.db.selectFrom('registry_module_versions').selectAll().where('id', '=', v.id).executeTakeFirstOrThrow();
     expect(row.status).toBe('pending');
     expect(row.blob_key).toBeNull();

@@ -1,0 +1,206 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestDatabase } from '../helpers/postgres.js';
+import { moduleTarball } from '../helpers/registry.js';
+import { startS3Fake, type S3Fake } from '../helpers/s3.js';
+import { jsonOrUndefined, tempDir } from '../helpers/server.js';
+import { postgresAdminUrl, testStore } from '../helpers/store.js';
+
+/**
+ * Two Terrace processes on one PostgreSQL database and one S3-compatible store, behind one
+ * address (a round-robin proxy, as a load balancer would be). postgres project only.
+ */
+
+const root = path.resolve(import.meta.dirname, '../..');
+const tsx = path.join(root, 'node_modules/.bin/tsx');
+const ADMIN = 'multi-instance-admin-token-0123456789';
+const H = { Authorization: `Bearer ${ADMIN}`, 'Content-Type': 'application/vnd.api+json', Accept: 'application/vnd.api+json' };
+
+interface Instance {
+  child: ChildProcess;
+  url: string;
+  out: () => string;
+}
+
+let s3: S3Fake;
+let dropDb: () => Promise<void>;
+let proxy: http.Server;
+let proxyUrl: string;
+const targets: string[] = [];
+const served = new Map<string, number>();
+const instances: Instance[] = [];
+
+async function startInstance(env: Record<string, string>): Promise<Instance> {
+  const child = spawn(tsx, ['src/main.ts'], {
+    cwd: root,
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', PORT: '0', TERRACE_LOG_LEVEL: 'info', TERRACE_DATA_DIR: tempDir(), ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  child.stdout!.on('data', (d) => (out = (out + d).slice(-20_000)));
+  child.stderr!.on('data', (d) => (out = (out + d).slice(-20_000)));
+  for (let i = 0; i < 1200; i++) {
+    const m = out.match(/"url":"(http:\/\/[^"]+)"/);
+    if (m) return { child, url: m[1]!, out: () => out };
+    if (child.exitCode !== null) break;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  child.kill('SIGKILL');
+  throw new Error(`instance did not start:\n${out}`);
+}
+
+/** Each request to the next instance in turn; bodies streamed both ways. */
+function startProxy(): Promise<string> {
+  let next = 0;
+  proxy = http.createServer((req, res) => {
+    const target = new URL(targets[next++ % targets.length]!);
+    served.set(target.origin, (served.get(target.origin) ?? 0) + 1);
+    const upstream = http.request(
+      { host: target.hostname, port: target.port, method: req.method, path: req.url, headers: { ...req.headers, host: target.host } },
+      (ures) => {
+        res.writeHead(ures.statusCode ?? 502, ures.headers);
+        ures.pipe(res);
+      },
+    );
+    upstream.on('error', () => {
+      if (!res.headersSent) res.writeHead(502);
+      res.end();
+    });
+    req.pipe(upstream);
+  });
+  return new Promise((resolve) => proxy.listen(0, '127.0.0.1', () => resolve(`http://127.0.0.1:${(proxy.address() as AddressInfo).port}`)));
+}
+
+async function call(base: string, method: string, p: string, body?: unknown) {
+  const res = await fetch(base + p, { method, headers: H, body: body === undefined ? undefined : JSON.stringify(body), redirect: 'manual' });
+  const text = await res.text();
+  return { status: res.status, headers: res.headers, json: jsonOrUndefined(text), text };
+}
+
+const versionBody = (version: string) => ({ data: { type: 'registry-module-versions', attributes: { version } } });
+const VERSIONS = '/api/v2/organizations/acme/registry-modules/private/acme/net/aws/versions';
+
+describe.skipIf(testStore !== 'postgres')('two instances on one PostgreSQL and one S3 store', () => {
+  beforeAll(async () => {
+    s3 = await startS3Fake();
+    const db = await createTestDatabase(postgresAdminUrl());
+    dropDb = db.drop;
+    proxyUrl = await startProxy();
+    const env = {
+      ...s3.env,
+      TERRACE_DATABASE_URL: db.url,
+      TERRACE_SECRET_KEY: 'one-key-shared-by-both-instances-0123456789',
+      TERRACE_ADMIN_TOKEN: ADMIN,
+      TERRACE_PUBLIC_URL: proxyUrl,
+    };
+    // One after the other, then together: the second start finds the schema migrated.
+    instances.push(await startInstance(env));
+    instances.push(await startInstance(env));
+    targets.push(...instances.map((i) => i.url));
+    expect((await call(proxyUrl, 'POST', '/api/v2/organizations', { data: { type: 'organizations', attributes: { name: 'acme', email: 'ops@example.com' } } })).status).toBe(201);
+    const mod = await call(proxyUrl, 'POST', '/api/v2/organizations/acme/registry-modules', {
+      data: { type: 'registry-modules', attributes: { name: 'net', provider: 'aws', 'registry-name': 'private' } },
+    });
+    expect(mod.status).toBe(201);
+  }, 120_000);
+
+  afterAll(async () => {
+    for (const i of instances) if (i.child.exitCode === null) i.child.kill('SIGKILL');
+    await new Promise((r) => proxy?.close(r));
+    await dropDb?.();
+    await s3?.close();
+  });
+
+  it('publishes through one instance and serves the archive through the other', async () => {
+    const [a, b] = instances as [Instance, Instance];
+    const v = await call(a.url, 'POST', VERSIONS, versionBody('0.1.0'));
+    expect(v.status).toBe(201);
+    const uploadUrl = new URL(v.json.data.links.upload as string);
+    const tarball = await moduleTarball({ 'main.tf': 'variable "region" {}\n', 'README.md': '# net\n\nShared networks.\n' });
+    // The URL names the proxy; send it to instance A itself.
+    const put = await fetch(a.url + uploadUrl.pathname + uploadUrl.search, { method: 'PUT', body: tarball });
+    expect(put.status).toBe(200);
+
+    const dl = await call(b.url, 'GET', '/v1/modules/acme/net/aws/0.1.0/download');
+    expect(dl.status).toBe(204);
+    const archive = new URL(dl.headers.get('x-terraform-get')!, b.url);
+    // A signed URL made by B opens on A (one shared key), and the bytes are the ones A stored.
+    const target = archive.origin === new URL(proxyUrl).origin ? a.url + archive.pathname + archive.search : archive.toString();
+    const got = await fetch(target);
+    expect(got.status).toBe(200);
+    expect(Buffer.from(await got.arrayBuffer())).toEqual(tarball);
+  });
+
+  it('publishes different versions of one module concurrently through both, losing none', async () => {
+    const versions = ['1.0.0', '1.1.0', '1.2.0', '1.3.0', '1.4.0', '1.5.0'];
+    const tarball = await moduleTarball();
+    const results = await Promise.all(
+      versions.map(async (version) => {
+        const v = await call(proxyUrl, 'POST', VERSIONS, versionBody(version));
+        if (v.status !== 201) return v.status;
+        return (await fetch(v.json.data.links.upload, { method: 'PUT', body: tarball })).status;
+      }),
+    );
+    expect(results).toEqual(versions.map(() => 200));
+    // The module's cached version list (rewritten by every publish) has every one of them.
+    for (const base of targets) {
+      const listed = await call(base, 'GET', '/v1/modules/acme/net/aws/versions');
+      expect(listed.status).toBe(200);
+      const got = listed.json.modules[0].versions.map((x: { version: string }) => x.version).sort();
+      expect(got).toEqual(['0.1.0', ...versions].sort());
+    }
+    const latest = await call(proxyUrl, 'GET', '/v1/modules/acme/net/aws');
+    expect(latest.json.version).toBe('1.5.0');
+    expect(served.get(new URL(targets[0]!).origin)).toBeGreaterThan(3);
+    expect(served.get(new URL(targets[1]!).origin)).toBeGreaterThan(3);
+  });
+
+  it('creates one version once when both instances are asked at the same moment', async () => {
+    const [a, b] = instances as [Instance, Instance];
+    const attempts = await Promise.all([a, b, a, b].map((i) => call(i.url, 'POST', VERSIONS, versionBody('2.0.0'))));
+    const statuses = attempts.map((r) => r.status).sort();
+    expect(statuses).toEqual([201, 422, 422, 422]);
+    for (const r of attempts.filter((x) => x.status === 422)) expect(r.json.errors[0].detail).toMatch(/2\.0\.0/);
+  });
+
+  it('takes a one-time upload URL once, whichever instance each PUT reaches', async () => {
+    const v = await call(proxyUrl, 'POST', VERSIONS, versionBody('3.0.0'));
+    expect(v.status).toBe(201);
+    const u = new URL(v.json.data.links.upload as string);
+    const tarball = await moduleTarball();
+    const puts = await Promise.all(instances.flatMap((i) => [i, i]).map((i) => fetch(i.url + u.pathname + u.search, { method: 'PUT', body: tarball })));
+    const statuses = puts.map((r) => r.status);
+    expect(statuses.filter((s) => s === 200)).toHaveLength(1);
+    expect(statuses.filter((s) => s !== 200).every((s) => s >= 400 && s < 500)).toBe(true);
+    // Used up: neither instance takes it again.
+    for (const i of instances) expect((await fetch(i.url + u.pathname + u.search, { method: 'PUT', body: tarball })).status).toBeGreaterThanOrEqual(400);
+  });
+
+  it('counts every download served by either instance, exactly', async () => {
+    const summary = async () => (await call(proxyUrl, 'GET', '/v2/modules/acme/net/aws/downloads/summary')).json.data.attributes;
+    const before = (await summary()).total as number;
+    const n = 40;
+    const downloads = await Promise.all(Array.from({ length: n }, () => call(proxyUrl, 'GET', '/v1/modules/acme/net/aws/1.0.0/download')));
+    expect(downloads.map((d) => d.status)).toEqual(downloads.map(() => 204));
+    // HEAD is not a download.
+    expect((await fetch(`${proxyUrl}/v1/modules/acme/net/aws/1.0.0/download`, { method: 'HEAD', headers: H })).status).toBe(204);
+    for (const base of targets) {
+      const s = (await call(base, 'GET', '/v2/modules/acme/net/aws/downloads/summary')).json.data.attributes;
+      expect(s.total).toBe(before + n);
+    }
+  });
+
+  it('serves on when one instance is killed, and the readiness of the survivor holds', async () => {
+    const [a, b] = instances as [Instance, Instance];
+    a.child.kill('SIGKILL');
+    await new Promise((r) => a.child.once('exit', r));
+    targets.splice(0, targets.length, b.url);
+    expect((await call(proxyUrl, 'GET', '/readyz')).status).toBe(200);
+    const listed = await call(proxyUrl, 'GET', '/v1/modules/acme/net/aws/versions');
+    expect(listed.status).toBe(200);
+    expect(listed.json.modules[0].versions).toHaveLength(8);
+  });
+});
