@@ -84,7 +84,7 @@ export interface JobsTable {
   created_at: string;
   /** Set on a job that exists at most once (a recurring one); null otherwise. */
   unique_key: string | null;
-  /** Written by each claim: the fencing token of the runner holding the job (see jobs/runner.ts). */
+  /** Written by each claim: the fencing token of the runner holding the job (see jobs/runner.ts); null once it lets go. */
   claim_token: Generated<string | null>;
 }
 

@@ -331,6 +331,7 @@ export class JobRunner {
         .set({
           last_error: message.slice(0, 2000),
           locked_until: null,
+          claim_token: null,
           run_at: runAt,
           ...(permanent ? { attempts: Math.max(job.attempts, this.opts.maxAttempts) } : {}),
         })
@@ -420,6 +421,7 @@ export class JobRunner {
         run_at: next,
         attempts: 0,
         locked_until: null,
+        claim_token: null,
         last_error: lastError?.slice(0, 2000) ?? null,
         ...(fresh ? { payload: JSON.stringify(r.payload ?? null) } : {}),
       })
