@@ -35,10 +35,10 @@ export function position(db: AnyDb, haystack: RawBuilder<unknown>, needle: RawBu
 //
 // SQLite keeps an FTS5 table (migration 0004) whose rowid is the module row's rowid, ranked by
 // bm25 with per-column weights. PostgreSQL keeps one row per module (migration 0004's PostgreSQL
-// branch) with a tsvector per field, ranked by ts_rank with the same weights. Both tokenise the same way: words are runs
-// of letters and digits, lower-cased, diacritics removed. On PostgreSQL the tokenising happens
-// here, in JavaScript, and the 'simple' configuration only splits on the spaces it is given, so
-// both stores index and match exactly the same words.
+// branch) with a tsvector per field, ranked by ts_rank with the same weights. Both tokenise the
+// same way: words are runs of letters and digits, lower-cased, diacritics removed. On PostgreSQL
+// the tokenising happens here, in JavaScript, and the 'simple' configuration only splits on the
+// spaces it is given, so both stores index and match the same words.
 // ---------------------------------------------------------------------------------------------
 
 /** What one module contributes to the search index (its latest published version). */
