@@ -20,6 +20,18 @@ export const POSTGRES_TEST_DIRS = [
   'db',
 ];
 
+/**
+ * Files in those directories that test nothing the store takes part in, and are slow: they run
+ * on SQLite only. (Archive parsing and decompression bounds, a Go client build, connection
+ * limits, and a memory measurement of a server process on its own data dir.)
+ */
+const POSTGRES_SKIP_FILES = [
+  'test/registry/go-getter.test.ts',
+  'test/registry/decompression-bomb.test.ts',
+  'test/hardening/connections.test.ts',
+  'test/encryption/memory.test.ts',
+];
+
 const pg = postgresAvailable();
 if (!pg.ok && process.env.TERRACE_TEST_STORE !== 'sqlite') {
   console.warn(`\nnote: the PostgreSQL test project is skipped: ${pg.why}\n`);
@@ -43,6 +55,7 @@ export default defineConfig({
               test: {
                 name: 'postgres',
                 include: POSTGRES_TEST_DIRS.map((d) => `test/${d}/**/*.test.ts`),
+                exclude: POSTGRES_SKIP_FILES,
                 env: { TERRACE_TEST_STORE: 'postgres' },
                 globalSetup: ['./test/helpers/postgres-setup.ts'],
               },
