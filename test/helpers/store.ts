@@ -2,6 +2,10 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { inject } from 'vitest';
+import { loadConfig } from '../../src/config.js';
+import { openSqlite, type Store } from '../../src/db/index.js';
+import { openPostgres } from '../../src/db/postgres.js';
+import { createLogger } from '../../src/logger.js';
 import { createTestDatabase, dropTestDatabase } from './postgres.js';
 
 /**
@@ -47,4 +51,12 @@ export async function testDatabaseFor(dataDir: string): Promise<{ url: string; d
 export function storeEnv(dataDir: string): Record<string, string> {
   const file = path.join(dataDir, URL_FILE);
   return testStore === 'postgres' && fs.existsSync(file) ? { TERRACE_DATABASE_URL: fs.readFileSync(file, 'utf8') } : {};
+}
+
+/** Opens the store a test server on dataDir used (read it while no server runs, or alongside one). */
+export function openTestStore(dataDir: string): Store {
+  const env = storeEnv(dataDir);
+  if (!env.TERRACE_DATABASE_URL) return openSqlite(path.join(dataDir, 'terrace.db'));
+  const config = loadConfig({ TERRACE_DATA_DIR: dataDir, TERRACE_SECRET_KEY: 'unused-for-reading-rows-0123456789', ...env });
+  return openPostgres(config.database!, createLogger('silent'));
 }

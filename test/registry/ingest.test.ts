@@ -5,7 +5,6 @@ import path from 'node:path';
 import { Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { gzipSync } from 'node:zlib';
-import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
 import { claimUpload } from '../../src/db/upload-claims.js';
@@ -14,6 +13,7 @@ import { ingestModuleVersion, submitArchive, waitForIngestion } from '../../src/
 import { ApiError } from '../../src/http/errors.js';
 import { createOrganization, createModule, createVersion, moduleTarball, upload } from '../helpers/registry.js';
 import { ADMIN_TOKEN, startTestServer, tempDir, type TestServer } from '../helpers/server.js';
+import { openTestStore, storeEnv } from '../helpers/store.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const MAX = 64 * 1024;
@@ -305,7 +305,7 @@ describe('a server process killed mid-publish', () => {
   async function spawnChild(dataDir: string) {
     const proc = spawn(process.execPath, ['--import', 'tsx', 'test/registry/fixtures/ingest-child.ts'], {
       cwd: ROOT,
-      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', PORT: '0', TERRACE_DATA_DIR: dataDir, TERRACE_ADMIN_TOKEN: ADMIN_TOKEN, TERRACE_LOG_LEVEL: 'silent', TERRACE_JOB_LEASE_SECONDS: '3' },
+      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', PORT: '0', TERRACE_DATA_DIR: dataDir, TERRACE_ADMIN_TOKEN: ADMIN_TOKEN, TERRACE_LOG_LEVEL: 'silent', TERRACE_JOB_LEASE_SECONDS: '3', ...storeEnv(dataDir) },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     children.push(proc);
@@ -343,12 +343,12 @@ describe('a server process killed mid-publish', () => {
     const req = http.request({ host: u.hostname, port: u.port, path: u.pathname, method: 'PUT', headers: { 'Content-Length': String(tarball.length) } });
     req.on('error', () => {});
     req.write(tarball.subarray(0, 10));
-    const raw = new Database(path.join(dataDir, 'terrace.db'), { readonly: true });
-    const status = () => (raw.prepare('select status, blob_key, upload_lease_until from registry_module_versions where id = ?').get(v.id) as { status: string; blob_key: string | null; upload_lease_until: string | null });
-    for (let i = 0; i < 400 && status().status !== 'uploading'; i++) await new Promise((r) => setTimeout(r, 25));
-    expect(status()).toMatchObject({ status: 'uploading', blob_key: expect.stringMatching(/^modules\//), upload_lease_until: expect.any(String) });
+    const raw = openTestStore(dataDir);
+    const status = () => raw.db.selectFrom('registry_module_versions').select(['status', 'blob_key', 'upload_lease_until']).where('id', '=', v.id).executeTakeFirstOrThrow();
+    for (let i = 0; i < 400 && (await status()).status !== 'uploading'; i++) await new Promise((r) => setTimeout(r, 25));
+    expect(await status()).toMatchObject({ status: 'uploading', blob_key: expect.stringMatching(/^modules\//), upload_lease_until: expect.any(String) });
     await child.kill();
-    raw.close();
+    await raw.close();
 
     // The next process (its clock past the dead one's lease) repairs it at once.
     const next = await startTestServer({}, { dataDir, clock: new ManualClock(new Date(Date.now() + 60_000)) });
@@ -381,12 +381,12 @@ describe('a server process killed mid-publish', () => {
     expect(await put).toBeInstanceOf(Error);
 
     // What the dead process left: bytes stored, version ingesting, its job claimed by it.
-    const raw = new Database(path.join(dataDir, 'terrace.db'), { readonly: true });
-    const left = raw.prepare('select status, blob_key, size from registry_module_versions where id = ?').get(v.id) as { status: string; blob_key: string; size: number };
-    const job = raw.prepare("select attempts, locked_until from jobs where kind = 'registry.ingest'").get() as { attempts: number; locked_until: string | null };
-    raw.close();
+    const raw = openTestStore(dataDir);
+    const left = await raw.db.selectFrom('registry_module_versions').select(['status', 'blob_key', 'size']).where('id', '=', v.id).executeTakeFirstOrThrow();
+    const job = await raw.db.selectFrom('jobs').select(['attempts', 'locked_until']).where('kind', '=', 'registry.ingest').executeTakeFirstOrThrow();
+    await raw.close();
     expect(left).toMatchObject({ status: 'ingesting', size: tarball.length });
-    expect(fs.existsSync(path.join(dataDir, 'blobs', ...left.blob_key.split('/')))).toBe(true);
+    expect(fs.existsSync(path.join(dataDir, 'blobs', ...left.blob_key!.split('/')))).toBe(true);
     expect(job.attempts).toBe(1);
     expect(job.locked_until).not.toBeNull();
 
