@@ -18,6 +18,7 @@ export const POSTGRES_TEST_DIRS = [
   'identity',
   'projects',
   'db',
+  'vcs',
 ];
 
 /**
