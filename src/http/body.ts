@@ -151,6 +151,10 @@ export function limitedBody(c: Context, max: number, tooLarge: () => ApiError): 
   const body = requestBody(c);
   body.on('error', (err) => counted.destroy(err));
   const out = body.pipe(counted);
+  // A client can go away before the service starts reading (while it claims the upload in the
+  // store): the error then has no reader yet, and an 'error' nobody listens to would crash the
+  // process. The stream keeps it (out.errored), so a later reader or pipeline still fails with it.
+  out.on('error', () => {});
   bodySignals.set(out, c.req.raw.signal);
   return out;
 }
