@@ -99,7 +99,7 @@ export interface RegistryModulesTable {
   updated_at: string;
 }
 
-export type ModuleVersionStatus = 'pending' | 'uploading' | 'ok' | 'errored';
+export type ModuleVersionStatus = 'pending' | 'uploading' | 'cloning' | 'clone_failed' | 'ok' | 'errored';
 
 export interface RegistryModuleVersionsTable {
   id: string;
@@ -121,6 +121,40 @@ export interface RegistryModuleVersionsTable {
   contents: string | null;
   /** JSON array of inspection warnings. */
   warnings: string;
+}
+
+export type VcsModuleStatus = 'pending' | 'no_version_tags' | 'setup_failed' | 'setup_complete';
+
+/** A registry module published from a VCS repository (src/vcs/module-store.ts). */
+export interface VcsModulesTable {
+  module_id: string;
+  organization_id: string;
+  oauth_token_id: string | null;
+  oauth_client_id: string | null;
+  identifier: string;
+  display_identifier: string;
+  /** '' for tag-based publishing. */
+  branch: string;
+  tag_prefix: string | null;
+  source_directory: string | null;
+  ingress_submodules: number;
+  service_provider: string;
+  repository_http_url: string;
+  webhook_uuid: string;
+  /** Sealed with the server key. */
+  webhook_secret_sealed: string;
+  webhook_hook_id: string | null;
+  webhook_error: string | null;
+  status: VcsModuleStatus;
+  status_error: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface VcsWebhookDeliveriesTable {
+  module_id: string;
+  delivery_id: string;
+  received_at: string;
 }
 
 export interface RegistryModuleDownloadsTable {
@@ -425,4 +459,6 @@ export interface Database {
   task_result_outcomes: TaskResultOutcomesTable;
   web_sessions: WebSessionsTable;
   oauth_codes: OauthCodesTable;
+  vcs_modules: VcsModulesTable;
+  vcs_webhook_deliveries: VcsWebhookDeliveriesTable;
 }

@@ -312,3 +312,15 @@ export async function dailyDownloads(db: Queryable, moduleId: string, sinceDay: 
     .execute();
   return rows.map((r) => ({ day: r.day, count: Number(r.count) }));
 }
+
+// ---- writes for publishers other than the upload URL (VCS) ----
+
+export async function getVersionById(db: Queryable, id: string): Promise<VersionRow | undefined> {
+  return db.selectFrom('registry_module_versions').selectAll().where('id', '=', id).executeTakeFirst();
+}
+
+/** Changes a version's status only if it is still in `from`; true if it changed. */
+export async function setVersionStatusIf(db: Queryable, id: string, from: VersionRow['status'], set: { status: VersionRow['status']; error: string | null; updated_at: string }): Promise<boolean> {
+  const r = await db.updateTable('registry_module_versions').set(set).where('id', '=', id).where('status', '=', from).executeTakeFirst();
+  return Number(r.numUpdatedRows) === 1;
+}
