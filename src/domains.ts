@@ -10,6 +10,10 @@ import { runRetentionParticipant } from './runs/retention.js';
 import { createOwnersTeam } from './teams/service.js';
 import { registerSealedBlobColumn, registerSealedColumn } from './encryption/registry.js';
 import { ENCRYPTION_UPKEEP, runEncryptionUpkeep } from './encryption/upkeep.js';
+import { registerModuleDeleteHook, registerModuleViewReader } from './registry/hooks.js';
+import { onModulesDeleted, onOAuthTokenDeleted, vcsModuleJobHandlers, vcsRescanJob } from './vcs/module-jobs.js';
+import { vcsModuleViews } from './vcs/module-service.js';
+import { registerOAuthTokenDeletedHook } from './vcs/service.js';
 
 /**
  * Where the domains meet, at start-up: how domains take part in each other's work, registered
@@ -39,10 +43,10 @@ export function registerDomainHooks(): void {
 
 /** Every job kind this build knows, by domain. A runner claims only kinds listed here. */
 export function jobHandlers(): Record<string, JobHandler | JobKind> {
-  return { ...stateJobHandlers, ...deliveryJobHandlers, [RETENTION_SWEEP]: sweepRetention, [ENCRYPTION_UPKEEP]: runEncryptionUpkeep };
+  return { ...stateJobHandlers, ...deliveryJobHandlers, [RETENTION_SWEEP]: sweepRetention, [ENCRYPTION_UPKEEP]: runEncryptionUpkeep, ...vcsModuleJobHandlers };
 }
 
 /** The kinds that repeat, each one row that is rescheduled after every run. */
 export function recurringJobs(config: Config): RecurringJob[] {
-  return [retentionSweepJob(config.retentionSweepIntervalSeconds * 1000)];
+  return [retentionSweepJob(config.retentionSweepIntervalSeconds * 1000), vcsRescanJob(config.vcsRescanIntervalSeconds * 1000)];
 }

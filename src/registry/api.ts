@@ -10,6 +10,7 @@ import { pageLinksAndMeta, parsePage } from '../http/pagination.js';
 import { queryParams } from '../http/query.js';
 import { canonicalPublishVersion } from './names.js';
 import { modulePublisherViews } from './hooks.js';
+import { renderModule } from './render.js';
 import { serializeModuleVersion, serializeRegistryModule } from './serialize.js';
 import {
   createModule,
@@ -51,8 +52,7 @@ const createVersionSchema = z.object({
 export function registryApiRoutes(deps: Deps): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
   const PRIVATE = '/organizations/:org/registry-modules/private/:namespace/:name';
-  const render = async (m: ModuleWithOrg, canManage: boolean) =>
-    serializeRegistryModule(m, await listVersions(deps.db, m.id), canManage, (await modulePublisherViews(deps, [m.id])).get(m.id));
+  const render = (m: ModuleWithOrg, canManage: boolean) => renderModule(deps, m, canManage);
 
   app.post('/organizations/:org/registry-modules', async (c) => {
     const p = requirePrincipal(c);

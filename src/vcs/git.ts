@@ -226,6 +226,23 @@ export async function listTags(remote: GitRemote, limits: GitLimits): Promise<Re
   }
 }
 
+/** The commit a branch points at, or null when the repository has no such branch. */
+export async function resolveBranch(remote: GitRemote, branch: string, limits: GitLimits): Promise<string | null> {
+  const home = tempDir();
+  try {
+    const out = await runGit(['ls-remote', '--heads', '--', remote.url, `refs/heads/${branch}`], {
+      cwd: home,
+      env: gitEnv(home, remote),
+      timeoutMs: limits.timeoutMs,
+      what: `reading branch ${branch}`,
+    });
+    const line = out.split('\n').find((l) => l.endsWith(`\trefs/heads/${branch}`));
+    return line ? line.split('\t')[0]! : null;
+  } finally {
+    fs.rmSync(home, { recursive: true, force: true });
+  }
+}
+
 /** A source directory as git addresses it inside a tree: "" for the root; null when it is unsafe. */
 export function normalizeSourceDirectory(raw: string | null | undefined): string | null {
   if (raw === null || raw === undefined) return '';
