@@ -10,6 +10,7 @@ import * as m0009 from './0009_encryption.js';
 import * as m0010 from './0010_runs_and_tasks.js';
 import * as m0011 from './0011_web_sessions.js';
 import * as m0012 from './0012_vcs.js';
+import * as m0013 from './0013_registry_ingest.js';
 import * as m0014 from './0014_vcs_modules.js';
 
 /** Forward-only, applied in key order at start. Never edit a migration that has shipped: add one. */
@@ -25,5 +26,6 @@ export const migrations: Record<string, Migration> = {
   '0010_runs_and_tasks': m0010,
   '0011_web_sessions': m0011,
   '0012_vcs': m0012,
+  '0013_registry_ingest': m0013,
   '0014_vcs_modules': m0014,
 };

@@ -2,7 +2,7 @@ import { rfc3339 } from '../clock.js';
 import type { Queryable, Tx } from '../db/index.js';
 import type { Deps } from '../deps.js';
 import { newId } from '../ids.js';
-import { getVersion, getVersionById, insertVersion, setVersionStatusIf, type VersionRow } from './store.js';
+import { getVersion, getVersionById, insertVersion, transitionVersion, type VersionRow } from './store.js';
 
 /**
  * Versions made by a publisher that works without a caller (VCS tags and commits): the publisher
@@ -44,6 +44,7 @@ export async function createClonedVersion(
     published_at: null,
     contents: null,
     warnings: '[]',
+    upload_lease_until: null,
   };
   await insertVersion(tx, row, existing?.id);
   return row;
@@ -51,7 +52,7 @@ export async function createClonedVersion(
 
 /** Marks a version that is being cloned as failed with a reason; false if it is no longer cloning. */
 export async function failClone(deps: Deps, versionId: string, error: string): Promise<boolean> {
-  return setVersionStatusIf(deps.db, versionId, 'cloning', { status: 'clone_failed', error, updated_at: rfc3339(deps.clock.now()) });
+  return transitionVersion(deps.db, versionId, ['cloning'], { status: 'clone_failed', error, updated_at: rfc3339(deps.clock.now()) }, { blobKey: null });
 }
 
 export async function versionById(db: Queryable, id: string): Promise<VersionRow | undefined> {

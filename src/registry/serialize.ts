@@ -10,6 +10,20 @@ function parseWarnings(v: VersionRow): string[] {
   }
 }
 
+/**
+ * A version's status as the API names it. Terrace's own states keep their names (pending,
+ * uploading, ok, errored); the ingestion states take HCP's (contract-wave2 §4.4): bytes stored
+ * and being checked is reg_ingressing, an archive being produced from VCS is cloning.
+ */
+export function versionStatusName(status: VersionRow['status']): string {
+  switch (status) {
+    case 'ingesting':
+      return 'reg_ingressing';
+    default:
+      return status;
+  }
+}
+
 /** The protocol's Module object (list, search, detail). */
 export function protocolModule(m: ModuleWithOrg, latest: Pick<VersionRow, 'version' | 'description' | 'published_at'> | undefined, downloads: number): Record<string, unknown> {
   const version = latest?.version ?? m.latest_version ?? '';
@@ -46,20 +60,6 @@ export function protocolModuleDetail(
 
 const moduleLink = (m: ModuleWithOrg) => `/api/v2/organizations/${encodeURIComponent(m.namespace)}/registry-modules/private/${encodeURIComponent(m.namespace)}/${encodeURIComponent(m.name)}/${m.provider}`;
 
-/** A version's status by HCP's names (contract-wave2 §4.4). */
-export function hcpVersionStatus(status: string): string {
-  switch (status) {
-    case 'uploading':
-      return 'pending';
-    case 'ingesting':
-      return 'reg_ingressing';
-    case 'errored':
-      return 'reg_ingress_failed';
-    default:
-      return status;
-  }
-}
-
 /** HCP's registry-modules resource, as go-tfe decodes it; view is what a VCS publisher adds. */
 export function serializeRegistryModule(m: ModuleWithOrg, versions: VersionRow[], canManage: boolean, view?: ModulePublisherView): ResourceObject {
   const hasOk = versions.some((v) => v.status === 'ok');
@@ -72,7 +72,7 @@ export function serializeRegistryModule(m: ModuleWithOrg, versions: VersionRow[]
       provider: m.provider,
       'registry-name': 'private',
       status: view?.status ?? (hasOk ? 'setup_complete' : 'pending'),
-      'version-statuses': versions.map((v) => ({ version: v.version, status: hcpVersionStatus(v.status), error: v.error ?? '' })),
+      'version-statuses': versions.map((v) => ({ version: v.version, status: view && v.status === 'errored' ? 'reg_ingress_failed' : versionStatusName(v.status), error: v.error ?? '' })),
       'created-at': m.created_at,
       'updated-at': m.updated_at,
       'publishing-mechanism': view?.publishingMechanism ?? 'non_vcs',
@@ -96,7 +96,7 @@ export function serializeModuleVersion(m: ModuleWithOrg, v: VersionRow, uploadUr
     type: 'registry-module-versions',
     attributes: {
       source: 'tfe-api',
-      status: v.status,
+      status: versionStatusName(v.status),
       version: v.version,
       error: v.error,
       'commit-sha': v.commit_sha,
