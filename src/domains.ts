@@ -10,6 +10,7 @@ import { runRetentionParticipant } from './runs/retention.js';
 import { createOwnersTeam } from './teams/service.js';
 import { registerSealedBlobColumn, registerSealedColumn } from './encryption/registry.js';
 import { ENCRYPTION_UPKEEP, runEncryptionUpkeep } from './encryption/upkeep.js';
+import { purgeVcsEventsJob, VCS_EVENTS_PURGE, vcsEventsPurgeJob } from './vcs/events.js';
 
 /**
  * Where the domains meet, at start-up: how domains take part in each other's work, registered
@@ -39,10 +40,11 @@ export function registerDomainHooks(): void {
 
 /** Every job kind this build knows, by domain. A runner claims only kinds listed here. */
 export function jobHandlers(): Record<string, JobHandler | JobKind> {
-  return { ...stateJobHandlers, ...deliveryJobHandlers, [RETENTION_SWEEP]: sweepRetention, [ENCRYPTION_UPKEEP]: runEncryptionUpkeep };
+  return { ...stateJobHandlers, ...deliveryJobHandlers, [RETENTION_SWEEP]: sweepRetention, [ENCRYPTION_UPKEEP]: runEncryptionUpkeep, [VCS_EVENTS_PURGE]: purgeVcsEventsJob };
 }
 
 /** The kinds that repeat, each one row that is rescheduled after every run. */
 export function recurringJobs(config: Config): RecurringJob[] {
-  return [retentionSweepJob(config.retentionSweepIntervalSeconds * 1000)];
+  // VCS events are kept 10 days whatever the data retention policy says; purged on the sweep's cadence.
+  return [retentionSweepJob(config.retentionSweepIntervalSeconds * 1000), vcsEventsPurgeJob(config.retentionSweepIntervalSeconds * 1000)];
 }
