@@ -21,6 +21,7 @@ import { registryApiRoutes, uploadRoutes } from './registry/api.js';
 import { configurationUploadRoutes, isPlanJsonUpload, runRoutes } from './runs/routes.js';
 import { taskStageRoutes } from './runs/task-routes.js';
 import { runTaskRoutes } from './runtasks/routes.js';
+import { vcsRoutes } from './vcs/routes.js';
 import { archiveRoutes } from './registry/archive-url.js';
 import { discoveryRoutes } from './registry/discovery.js';
 import { protocolRoutes } from './registry/protocol.js';
@@ -31,10 +32,17 @@ import { webRoutes } from './web/routes.js';
 import { workspaceRoutes } from './workspaces/routes.js';
 import { workspaceTagRoutes } from './workspaces/tags-routes.js';
 
-/** Headers go-tfe and Terraform's cloud backend read from every /api/v2 response. */
+/**
+ * Headers go-tfe and Terraform's cloud backend read from every /api/v2 response. The tfe
+ * provider gates features on the server's version (X-TFE-Current-Version, then X-TFE-Version)
+ * unless the app name is HCP Terraform's: without it, a workspace run task with several stages
+ * fails in the provider ("does not support the stages attribute"). 2.0.1 is the highest minimum
+ * it checks; Terrace serves every feature gated at or below it.
+ */
 const TFE_HEADERS: Record<string, string> = {
   'TFP-API-Version': '2.5',
   'TFP-AppName': 'Terrace',
+  'X-TFE-Current-Version': '2.0.1',
   'X-RateLimit-Limit': '30',
 };
 
@@ -100,6 +108,7 @@ export function createApp(deps: Deps): Hono<AppEnv> {
   app.route('/api/v2', runTaskRoutes(deps));
   app.route('/api/v2', runRoutes(deps));
   app.route('/api/v2', taskStageRoutes(deps));
+  app.route('/api/v2', vcsRoutes(deps));
   app.route('/', protocolRoutes(deps));
   app.route('/', archiveRoutes(deps));
   app.route('/', uploadRoutes(deps));

@@ -21,6 +21,8 @@ export interface Config {
   /** Pause between the upkeep's batches, so a large migration does not hog the disk and database. */
   encryptionBatchPauseMs: number;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+  /** Which entitlement set every organization gets (src/organizations/entitlements.ts). */
+  edition: 'free' | 'standard' | 'premium';
   maxJsonBodyBytes: number;
   maxArchiveBytes: number;
   maxArchiveEntries: number;
@@ -281,6 +283,7 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): Config 
     maxConfigurationVersionBytes: int(env, 'TERRACE_MAX_CONFIGURATION_VERSION_BYTES', 512 * MiB, 1024, 64 * 1024 * MiB),
     maxPlanJsonBytes: int(env, 'TERRACE_MAX_PLAN_JSON_BYTES', 256 * MiB, 1024, 16 * 1024 * MiB),
     runTaskRequestTimeoutMs: int(env, 'TERRACE_RUN_TASK_REQUEST_TIMEOUT_MS', 10_000, 100, 120_000),
+    edition: oneOf(env, 'TERRACE_EDITION', 'standard', ['free', 'standard', 'premium'] as const),
     vcsRequestTimeoutMs: int(env, 'TERRACE_VCS_REQUEST_TIMEOUT_MS', 10_000, 100, 120_000),
     gitTimeoutMs: int(env, 'TERRACE_GIT_TIMEOUT_MS', 120_000, 1_000, 3_600_000),
     gitMaxFetchBytes: int(env, 'TERRACE_GIT_MAX_FETCH_BYTES', 1024 * MiB, 1024 * 1024, 64 * 1024 * MiB),

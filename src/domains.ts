@@ -15,6 +15,7 @@ import { registerModuleDeleteHook, registerModuleViewReader } from './registry/h
 import { onModulesDeleted, onOAuthTokenDeleted, vcsModuleJobHandlers, vcsRescanJob } from './vcs/module-jobs.js';
 import { vcsModuleViews } from './vcs/module-service.js';
 import { registerOAuthTokenDeletedHook } from './vcs/service.js';
+import { purgeVcsEventsJob, VCS_EVENTS_PURGE, vcsEventsPurgeJob } from './vcs/events.js';
 
 /**
  * Where the domains meet, at start-up: how domains take part in each other's work, registered
@@ -44,10 +45,11 @@ export function registerDomainHooks(): void {
 
 /** Every job kind this build knows, by domain. A runner claims only kinds listed here. */
 export function jobHandlers(): Record<string, JobHandler | JobKind> {
-  return { ...stateJobHandlers, ...registryJobHandlers, ...deliveryJobHandlers, [RETENTION_SWEEP]: sweepRetention, [ENCRYPTION_UPKEEP]: runEncryptionUpkeep, ...vcsModuleJobHandlers };
+  return { ...stateJobHandlers, ...registryJobHandlers, ...deliveryJobHandlers, [RETENTION_SWEEP]: sweepRetention, [ENCRYPTION_UPKEEP]: runEncryptionUpkeep, [VCS_EVENTS_PURGE]: purgeVcsEventsJob, ...vcsModuleJobHandlers };
 }
 
 /** The kinds that repeat, each one row that is rescheduled after every run. */
 export function recurringJobs(config: Config): RecurringJob[] {
-  return [retentionSweepJob(config.retentionSweepIntervalSeconds * 1000), registryUpkeepJob(config.registryUpkeepIntervalSeconds * 1000), vcsRescanJob(config.vcsRescanIntervalSeconds * 1000)];
+  // VCS events are kept 10 days whatever the data retention policy says; purged on the sweep's cadence.
+  return [retentionSweepJob(config.retentionSweepIntervalSeconds * 1000), registryUpkeepJob(config.registryUpkeepIntervalSeconds * 1000), vcsEventsPurgeJob(config.retentionSweepIntervalSeconds * 1000), vcsRescanJob(config.vcsRescanIntervalSeconds * 1000)];
 }

@@ -7,6 +7,7 @@ import { pageLinksAndMeta, parsePage } from '../http/pagination.js';
 import { serializeToken } from '../identity/serialize.js';
 import { orgAccess, type OrganizationRow } from './access.js';
 import { includeSet, optionalParam } from './params.js';
+import { entitlementsFor } from './entitlements.js';
 import { serializeEntitlementSet, serializeOrganization } from './serialize.js';
 import {
   createOrganization,
@@ -31,7 +32,7 @@ export function organizationRoutes(deps: Deps): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
 
   const included = (orgs: OrganizationRow[], include: Set<string>): ResourceObject[] =>
-    include.has('entitlement_set') || include.has('entitlement-set') ? orgs.map(serializeEntitlementSet) : [];
+    include.has('entitlement_set') || include.has('entitlement-set') ? orgs.map((o) => serializeEntitlementSet(o, entitlementsFor(deps.config.edition))) : [];
 
   app.get('/organizations', async (c) => {
     const p = requirePrincipal(c);
@@ -51,7 +52,7 @@ export function organizationRoutes(deps: Deps): Hono<AppEnv> {
     const { attributes, relationships } = await readResource(c, 'organizations', createOrganizationSchema);
     const org = await createOrganization(deps, p, attributes, poolFromRelationships(relationships));
     const access = await orgAccess(deps.db, p, org.id);
-    return jsonApi(c, { data: serializeOrganization(org, await organizationView(deps, org, access)), included: [serializeEntitlementSet(org)] }, 201);
+    return jsonApi(c, { data: serializeOrganization(org, await organizationView(deps, org, access)), included: [serializeEntitlementSet(org, entitlementsFor(deps.config.edition))] }, 201);
   });
 
   app.get('/organizations/:name', async (c) => {
@@ -76,7 +77,7 @@ export function organizationRoutes(deps: Deps): Hono<AppEnv> {
 
   app.get('/organizations/:name/entitlement-set', async (c) => {
     const { org } = await visibleOrganization(deps, requirePrincipal(c), c.req.param('name'));
-    return jsonApi(c, { data: serializeEntitlementSet(org) });
+    return jsonApi(c, { data: serializeEntitlementSet(org, entitlementsFor(deps.config.edition)) });
   });
 
   // ---- the organization token: one per organization, owners only ----

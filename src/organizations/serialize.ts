@@ -1,4 +1,5 @@
 import type { ResourceObject } from '../http/jsonapi.js';
+import type { Entitlements } from './entitlements.js';
 import type { OrganizationRow, OrgAccess } from './access.js';
 import type { EffectivePolicy } from './retention.js';
 import type { OrgSettings } from './settings.js';
@@ -121,17 +122,17 @@ export function serializeOrganizationRef(org: OrganizationRow): ResourceObject {
   };
 }
 
-/** What this installation offers every organization. */
-export function serializeEntitlementSet(org: OrganizationRow): ResourceObject {
+/** What this installation offers every organization (its edition's entitlements). */
+export function serializeEntitlementSet(org: OrganizationRow, ent: Entitlements): ResourceObject {
   return {
     id: org.id,
     type: 'entitlement-sets',
     attributes: {
-      agents: true,
+      agents: ent.agents,
       'audit-logging': false,
       'configuration-designer': false,
       'cost-estimation': false,
-      'global-run-tasks': false,
+      'global-run-tasks': ent['global-run-tasks'],
       infragraph: false,
       'infragraph-with-nrtu': false,
       'module-tests-generation': false,
@@ -141,7 +142,7 @@ export function serializeEntitlementSet(org: OrganizationRow): ResourceObject {
       'private-policy-agents': false,
       'private-run-tasks': false,
       'private-vcs': false,
-      'run-tasks': true,
+      'run-tasks': ent['run-tasks'],
       'self-serve-billing': false,
       sentinel: false,
       sso: false,
@@ -155,9 +156,9 @@ export function serializeEntitlementSet(org: OrganizationRow): ResourceObject {
       'policy-limit': null,
       'policy-set-limit': null,
       'policy-mandatory-enforcement-limit': null,
-      'run-task-limit': null,
-      'run-task-workspace-limit': null,
-      'run-task-mandatory-enforcement-limit': null,
+      'run-task-limit': ent['run-task-limit'],
+      'run-task-workspace-limit': ent['run-task-workspace-limit'],
+      'run-task-mandatory-enforcement-limit': ent['run-task-mandatory-enforcement-limit'],
       'versioned-policy-set-limit': null,
     },
     links: { self: `${orgPath(org.name)}/entitlement-set` },

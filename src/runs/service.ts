@@ -65,7 +65,7 @@ async function applicableTasks(deps: Deps, ctx: WorkspaceContext): Promise<Map<S
       out.get(s)!.push({ taskId: a.task_id, taskName: a.task_name, taskUrl: a.task_url, workspaceTaskId: a.workspace_task_id, enforcement: a.enforcement_level });
     }
   }
-  if (runTaskEntitlements(ctx.org).global) {
+  if (runTaskEntitlements(deps, ctx.org).global) {
     for (const t of await globalRunTasks(deps.db, ctx.org.id)) {
       const g = parseGlobal(t.global_configuration);
       if (!g?.enabled || t.enabled !== 1 || attached.some((a) => a.task_id === t.id)) continue;

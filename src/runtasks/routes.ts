@@ -27,7 +27,7 @@ export function runTaskRoutes(deps: Deps): Hono<AppEnv> {
 
   async function renderTasks(c: Context<AppEnv>, tasks: RunTaskRow[], org: VisibleTask['org']) {
     const attachments = await workspaceTasksOf(deps.db, tasks.map((t) => t.id));
-    const showGlobal = runTaskEntitlements(org).global;
+    const showGlobal = runTaskEntitlements(deps, org).global;
     const data = tasks.map((t) => serializeTask(t, org, attachments.get(t.id) ?? [], showGlobal));
     const include = includeSet(c);
     const included = include.has('workspace_tasks') || include.has('workspace-tasks') ? [...attachments.values()].flat().map(serializeWorkspaceTask) : [];

@@ -6,7 +6,7 @@ import { notFound, quoteValue, unprocessable } from '../http/errors.js';
 import { principalLabel, type Principal } from '../identity/principal.js';
 import { newId } from '../ids.js';
 import { orgAccess, type OrgAccess, type OrganizationRow } from '../organizations/access.js';
-import { serializeEntitlementSet } from '../organizations/serialize.js';
+import { entitlementsFor } from '../organizations/entitlements.js';
 import { visibleOrganization } from '../organizations/service.js';
 import { getOrganizationById } from '../organizations/store.js';
 import { sendTaskRequest, taskUrlProblem } from './outbound.js';
@@ -38,14 +38,10 @@ export function canManageRunTasks(access: OrgAccess): boolean {
   return access.member && (access.owner || access.organizationToken || access.permissions['manage-run-tasks']);
 }
 
-/** What the organization's entitlement set allows for run tasks (the one place that reads it). */
-export function runTaskEntitlements(org: OrganizationRow) {
-  const a = serializeEntitlementSet(org).attributes as Record<string, unknown>;
-  return {
-    global: a['global-run-tasks'] === true,
-    taskLimit: typeof a['run-task-limit'] === 'number' ? (a['run-task-limit'] as number) : null,
-    workspaceLimit: typeof a['run-task-workspace-limit'] === 'number' ? (a['run-task-workspace-limit'] as number) : null,
-  };
+/** What the organization's entitlement set allows for run tasks (the one place run tasks read it). */
+export function runTaskEntitlements(deps: Deps, _org: OrganizationRow) {
+  const ent = entitlementsFor(deps.config.edition);
+  return { global: ent['global-run-tasks'], taskLimit: ent['run-task-limit'], workspaceLimit: ent['run-task-workspace-limit'] };
 }
 
 /** The organization named in a path, if the caller may see its run tasks (any member). */
@@ -143,7 +139,7 @@ function mergeGlobal(current: GlobalConfiguration | null, input: TaskInput['glob
 
 export async function createTask(deps: Deps, p: Principal, org: OrganizationRow, input: TaskInput & { name: string; url: string }): Promise<RunTaskRow> {
   checkUrl(input.url);
-  const ent = runTaskEntitlements(org);
+  const ent = runTaskEntitlements(deps, org);
   if (ent.taskLimit !== null && (await countRunTasks(deps.db, org.id)) >= ent.taskLimit) {
     throw unprocessable(`organization ${quoteValue(org.name)} may have at most ${ent.taskLimit} run task integration(s) on its edition; delete one first`, ATTR('name'));
   }
@@ -183,7 +179,7 @@ export async function updateTask(deps: Deps, p: Principal, vt: VisibleTask, inpu
   const url = input.url ?? task.url;
   const keyChanged = keyInput !== undefined && keyInput !== (task.hmac_key_sealed === null ? '' : hmacKeyOf(deps.secrets, task));
   if (url !== task.url || keyChanged) await verify(deps, org, url, keyInput ?? hmacKeyOf(deps.secrets, task));
-  const ent = runTaskEntitlements(org);
+  const ent = runTaskEntitlements(deps, org);
   const changes: Parameters<typeof updateRunTaskRow>[2] = { updated_at: rfc3339(deps.clock.now()), url };
   if (input.name !== undefined) Object.assign(changes, { name: input.name, name_lower: input.name.toLowerCase() });
   if (input.description !== undefined) changes.description = input.description ?? '';

@@ -58,7 +58,7 @@ export async function attachTask(deps: Deps, p: Principal, ctx: WorkspaceContext
   if (!task || task.organization_id !== ctx.org.id) {
     throw unprocessable(`run task ${quoteValue(taskId)} does not exist in organization ${quoteValue(ctx.org.name)}`, '/data/relationships/task/data/id');
   }
-  const limit = runTaskEntitlements(ctx.org).workspaceLimit;
+  const limit = runTaskEntitlements(deps, ctx.org).workspaceLimit;
   if (limit !== null && (await listWorkspaceRunTasks(deps.db, ctx.ws.id)).total === 0 && (await countWorkspacesWithTasks(deps.db, ctx.org.id)) >= limit) {
     throw unprocessable(`run tasks may apply to at most ${limit} workspaces of organization ${quoteValue(ctx.org.name)} on its edition`);
   }

@@ -37,6 +37,10 @@ describe('ping', () => {
     expect(Number(res.headers.get('tfp-api-version'))).toBeGreaterThanOrEqual(2.5);
     const limit = res.headers.get('x-ratelimit-limit');
     expect(limit === null || Number(limit) >= 4).toBe(true);
+    // The tfe provider sends a workspace run task's stages only to a server at least this new.
+    expect(res.headers.get('x-tfe-current-version')).toMatch(/^\d+\.\d+\.\d+$/);
+    const [major, minor, patch] = res.headers.get('x-tfe-current-version')!.split('.').map(Number);
+    expect(major! * 1e6 + minor! * 1e3 + patch!).toBeGreaterThanOrEqual(2_000_001);
   });
 
   it('puts the TFE headers on every /api/v2 response, errors included', async () => {
