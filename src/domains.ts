@@ -41,6 +41,12 @@ export function registerDomainHooks(): void {
   registerSealedColumn({ table: 'oauth_tokens', idColumn: 'id', column: 'token_sealed' });
   registerSealedColumn({ table: 'oauth_tokens', idColumn: 'id', column: 'ssh_key_sealed' });
   registerSealedColumn({ table: 'oauth_clients', idColumn: 'id', column: 'secret_sealed' });
+  // VCS-backed modules: the registry renders their connection and tells them of deletions; a
+  // deleted OAuth token stops their publishing. Each module's webhook secret is sealed.
+  registerModuleViewReader(vcsModuleViews);
+  registerModuleDeleteHook(onModulesDeleted);
+  registerOAuthTokenDeletedHook(onOAuthTokenDeleted);
+  registerSealedColumn({ table: 'vcs_modules', idColumn: 'module_id', column: 'webhook_secret_sealed' });
 }
 
 /** Every job kind this build knows, by domain. A runner claims only kinds listed here. */
