@@ -135,6 +135,7 @@ export async function createVcsModule(deps: Deps, p: Principal, org: Organizatio
   refuseUnsupported(input);
   const r = input.vcsRepo;
   refuseGitHubApp(r);
+  if (r.identifier === undefined || r.identifier.trim() === '') checkIdentifier(r.identifier, true);
   const tokenId = r['oauth-token-id'];
   if (tokenId === undefined) throw unprocessable('vcs-repo.oauth-token-id is required: the OAuth token that may read the repository', `${REPO}/oauth-token-id`);
   const branch = checkBranch(r.branch);
