@@ -10,6 +10,6 @@ export const JOB = {
   settle: 'vcs.module.settle',
   /** Removes a webhook at the provider (after a module was deleted or reconnected). */
   deleteWebhook: 'vcs.webhook.delete',
-  /** Recurring: queues a scan of every tag-based module and forgets old delivery ids. */
+  /** Recurring: scans every tag-based module's tags and forgets old delivery ids. */
   rescan: 'vcs.module.rescan',
 } as const;

@@ -2,7 +2,7 @@ import { rfc3339 } from '../clock.js';
 import { inTransaction } from '../db/index.js';
 import type { Deps } from '../deps.js';
 import { ApiError } from '../http/errors.js';
-import { enqueue, PermanentJobError, wakeJobs, type JobFailureHook, type JobHandler, type JobKind, type RecurringJob } from '../jobs/runner.js';
+import { enqueue, PermanentJobError, saveJobProgress, wakeJobs, type JobFailureHook, type JobHandler, type JobKind, type RecurringJob } from '../jobs/runner.js';
 import { submitArchive } from '../registry/ingest.js';
 import { failClone, versionById } from '../registry/publishers.js';
 import { findModuleById, listVersions, type ModuleWithOrg } from '../registry/store.js';
@@ -282,23 +282,37 @@ const removeWebhook: JobHandler = async (deps, payload) => {
   }
 };
 
-/** The periodic rescan: one scan job per tag-based module (each its own leased job), and old delivery ids forgotten. */
-const rescan: JobHandler = async (deps) => {
-  let after: string | null = null;
+/**
+ * The periodic rescan: every tag-based module's tags, one module after another in this one
+ * leased job (so runs never pile up), with progress saved after each module so a run that
+ * stops resumes where it was; then old delivery ids are forgotten. One module's failure is
+ * logged in the event log by the scan and does not stop the others.
+ */
+const rescan: JobHandler = async (deps, payload, job) => {
+  let after = (payload as { after?: unknown } | null)?.after;
+  if (typeof after !== 'string') after = null;
   for (;;) {
-    const ids = await tagModulesAfter(deps.db, after, 200);
+    const ids = await tagModulesAfter(deps.db, after as string | null, 50);
     if (ids.length === 0) break;
-    await inTransaction(deps.db, async (tx) => {
-      for (const id of ids) await enqueue(tx, JOB.scan, { moduleId: id, reason: 'periodic' }, deps.clock.now());
-    });
-    after = ids.at(-1)!;
+    for (const id of ids) {
+      const found = await loaded(deps, id);
+      const conn = found?.row.oauth_token_id ? await connectionForToken(deps, found.row.oauth_token_id) : undefined;
+      if (found && conn) {
+        try {
+          await scanTags(deps, found.row, found.module, conn, 'periodic', false);
+        } catch (err) {
+          deps.logger.warn({ err, module: id }, 'periodic rescan of a VCS module failed; the next run retries it');
+        }
+      }
+      after = id;
+      await saveJobProgress(deps.db, job.id, { after });
+    }
   }
   await purgeDeliveries(deps.db, rfc3339(deps.clock.now().getTime() - DELIVERY_RETENTION_MS));
-  wakeJobs(deps.db);
 };
 
 export function vcsRescanJob(everyMs: number): RecurringJob {
-  return { kind: JOB.rescan, everyMs, payload: null };
+  return { kind: JOB.rescan, everyMs, payload: { after: null } };
 }
 
 export const vcsModuleJobHandlers: Record<string, JobHandler | JobKind> = {

@@ -2,7 +2,7 @@ import { createHmac, randomUUID } from 'node:crypto';
 import type { TestServer } from './server.js';
 
 /** Polls fn until it returns a value (not undefined) or gives up after timeoutMs; a wait, not a timed assertion. */
-export async function eventually<T>(fn: () => Promise<T | undefined>, what: string, timeoutMs = 30_000): Promise<T> {
+export async function eventually<T>(fn: () => Promise<T | undefined>, what: string, timeoutMs = 60_000): Promise<T> {
   const until = Date.now() + timeoutMs;
   let last: unknown;
   for (;;) {

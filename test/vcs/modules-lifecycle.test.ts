@@ -35,8 +35,8 @@ beforeAll(async () => {
   gitlab = await new FakeVcsProvider('gitlab').addToken(GL_PAT, 'tanuki').start();
   for (const r of ['acme/terraform-aws-down', 'acme/terraform-aws-refused', 'acme/terraform-aws-revoked', 'acme/terraform-aws-branchy', 'acme/terraform-aws-readonly', 'acme/terraform-aws-orphan']) github.addRepository(r);
   gitlab.addRepository('grp/terraform-google-net');
-  // A rescan every 2 seconds: tags pushed without any webhook appear on their own.
-  t = await startTestServer({ TERRACE_VCS_REQUEST_TIMEOUT_MS: '2000', TERRACE_GIT_TIMEOUT_MS: '20000', TERRACE_VCS_RESCAN_SECONDS: '2' }, { clock: systemClock });
+  // A rescan every 5 seconds: tags pushed without any webhook appear on their own.
+  t = await startTestServer({ TERRACE_VCS_REQUEST_TIMEOUT_MS: '2000', TERRACE_GIT_TIMEOUT_MS: '20000', TERRACE_VCS_RESCAN_SECONDS: '5' }, { clock: systemClock });
   await createOrg(t, 'acme');
   const m = await createUserWithToken(t, 'member');
   await accept(t, m.token, await invite(t, t.adminToken, 'acme', 'member'));
