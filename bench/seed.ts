@@ -336,6 +336,7 @@ export async function seedDataDir(dataDir: string, opts: SeedOptions = DEFAULT_S
               sha256: tarball.sha256,
               upload_token_hash: null,
               upload_expires_at: null,
+              upload_lease_until: null,
               created_at: published,
               updated_at: published,
               published_at: published,

@@ -9,6 +9,7 @@ import * as m0008 from './0008_workspace_tags_projects.js';
 import * as m0009 from './0009_encryption.js';
 import * as m0010 from './0010_runs_and_tasks.js';
 import * as m0011 from './0011_web_sessions.js';
+import * as m0013 from './0013_registry_ingest.js';
 
 /** Forward-only, applied in key order at start. Never edit a migration that has shipped: add one. */
 export const migrations: Record<string, Migration> = {
@@ -22,4 +23,5 @@ export const migrations: Record<string, Migration> = {
   '0009_encryption': m0009,
   '0010_runs_and_tasks': m0010,
   '0011_web_sessions': m0011,
+  '0013_registry_ingest': m0013,
 };

@@ -3,6 +3,7 @@ import type { JobHandler, JobKind, RecurringJob } from './jobs/runner.js';
 import { registerOrganizationCreateHook } from './organizations/hooks.js';
 import { retentionSweepJob, RETENTION_SWEEP, registerRetentionParticipant, sweepRetention } from './organizations/retention-sweep.js';
 import { createDefaultProject } from './projects/service.js';
+import { registryJobHandlers, registryUpkeepJob } from './registry/ingest.js';
 import { stateJobHandlers } from './state/processing.js';
 import { stateRetentionParticipant } from './state/retention.js';
 import { deliveryJobHandlers } from './runs/delivery.js';
@@ -35,10 +36,10 @@ export function registerDomainHooks(): void {
 
 /** Every job kind this build knows, by domain. A runner claims only kinds listed here. */
 export function jobHandlers(): Record<string, JobHandler | JobKind> {
-  return { ...stateJobHandlers, ...deliveryJobHandlers, [RETENTION_SWEEP]: sweepRetention, [ENCRYPTION_UPKEEP]: runEncryptionUpkeep };
+  return { ...stateJobHandlers, ...registryJobHandlers, ...deliveryJobHandlers, [RETENTION_SWEEP]: sweepRetention, [ENCRYPTION_UPKEEP]: runEncryptionUpkeep };
 }
 
 /** The kinds that repeat, each one row that is rescheduled after every run. */
 export function recurringJobs(config: Config): RecurringJob[] {
-  return [retentionSweepJob(config.retentionSweepIntervalSeconds * 1000)];
+  return [retentionSweepJob(config.retentionSweepIntervalSeconds * 1000), registryUpkeepJob(config.registryUpkeepIntervalSeconds * 1000)];
 }

@@ -99,7 +99,12 @@ export interface RegistryModulesTable {
   updated_at: string;
 }
 
-export type ModuleVersionStatus = 'pending' | 'uploading' | 'ok' | 'errored';
+/**
+ * pending: waiting for its archive; uploading: an upload URL is receiving it; cloning: a VCS
+ * publisher is producing it; ingesting: its bytes are stored and the registry.ingest job is
+ * queued or running; ok: servable; errored: refused (error says why).
+ */
+export type ModuleVersionStatus = 'pending' | 'uploading' | 'cloning' | 'ingesting' | 'ok' | 'errored';
 
 export interface RegistryModuleVersionsTable {
   id: string;
@@ -121,6 +126,8 @@ export interface RegistryModuleVersionsTable {
   contents: string | null;
   /** JSON array of inspection warnings. */
   warnings: string;
+  /** While uploading: until when the receiving request holds the upload (it renews the lease). */
+  upload_lease_until: string | null;
 }
 
 export interface RegistryModuleDownloadsTable {

@@ -188,6 +188,18 @@ export class JobRunner {
     }
   }
 
+  /**
+   * Claims the job with this id, if it is due and no live runner holds it, and runs it here, as
+   * runDue would (lease, retries, failure hook). For a request that queued durable work and wants
+   * it done before answering in a process that runs no background jobs. False if not claimable.
+   */
+  async runNow(id: string): Promise<boolean> {
+    const job = await this.claim(id);
+    if (!job) return false;
+    await this.run(job);
+    return true;
+  }
+
   private schedule(delayMs: number): void {
     if (!this.started) return;
     if (this.inFlight) {
@@ -213,7 +225,7 @@ export class JobRunner {
    * Takes the oldest due job no live runner holds. The conditional UPDATE is the lock: of several
    * runners (processes or instances) racing for one row, exactly one sees it change.
    */
-  private async claim(): Promise<JobRow | undefined> {
+  private async claim(onlyId?: string): Promise<JobRow | undefined> {
     const kinds = Object.keys(this.kinds);
     if (kinds.length === 0) return undefined;
     for (let tries = 0; tries < 5; tries++) {
@@ -227,6 +239,7 @@ export class JobRunner {
         .where('run_at', '<=', now)
         .where('attempts', '<', this.opts.maxAttempts)
         .where(free)
+        .$if(onlyId !== undefined, (q) => q.where('id', '=', onlyId!))
         .orderBy('run_at')
         .orderBy('created_at')
         .limit(1)

@@ -9,7 +9,7 @@ import { jsonApi } from '../http/jsonapi.js';
 import { pageLinksAndMeta, parsePage } from '../http/pagination.js';
 import { queryParams } from '../http/query.js';
 import { canonicalPublishVersion } from './names.js';
-import { serializeModuleVersion, serializeRegistryModule } from './serialize.js';
+import { serializeModuleVersion, serializeRegistryModule, versionStatusName } from './serialize.js';
 import {
   createModule,
   createVersion,
@@ -204,7 +204,12 @@ export function uploadRoutes(deps: Deps): Hono<AppEnv> {
   app.put('/uploads/modules/:token', async (c) => {
     capabilityUrl();
     const version = await receiveUpload(deps, c.req.param('token'), requestBody(c), declaredLength(c));
-    return jsonApi(c, { data: { id: version.id, type: 'registry-module-versions', attributes: { status: version.status, version: version.version, size: version.size, sha256: version.sha256 } } });
+    // Published: 200 as always. Still being ingested at TERRACE_INGEST_WAIT_MS: 202, poll the version.
+    return jsonApi(
+      c,
+      { data: { id: version.id, type: 'registry-module-versions', attributes: { status: versionStatusName(version.status), version: version.version, size: version.size, sha256: version.sha256 } } },
+      version.status === 'ok' ? 200 : 202,
+    );
   });
   return app;
 }

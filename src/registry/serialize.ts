@@ -9,6 +9,20 @@ function parseWarnings(v: VersionRow): string[] {
   }
 }
 
+/**
+ * A version's status as the API names it. Terrace's own states keep their names (pending,
+ * uploading, ok, errored); the ingestion states take HCP's (contract-wave2 §4.4): bytes stored
+ * and being checked is reg_ingressing, an archive being produced from VCS is cloning.
+ */
+export function versionStatusName(status: VersionRow['status']): string {
+  switch (status) {
+    case 'ingesting':
+      return 'reg_ingressing';
+    default:
+      return status;
+  }
+}
+
 /** The protocol's Module object (list, search, detail). */
 export function protocolModule(m: ModuleWithOrg, latest: Pick<VersionRow, 'version' | 'description' | 'published_at'> | undefined, downloads: number): Record<string, unknown> {
   const version = latest?.version ?? m.latest_version ?? '';
@@ -57,7 +71,7 @@ export function serializeRegistryModule(m: ModuleWithOrg, versions: VersionRow[]
       provider: m.provider,
       'registry-name': 'private',
       status: hasOk ? 'setup_complete' : 'pending',
-      'version-statuses': versions.map((v) => ({ version: v.version, status: v.status, error: v.error ?? '' })),
+      'version-statuses': versions.map((v) => ({ version: v.version, status: versionStatusName(v.status), error: v.error ?? '' })),
       'created-at': m.created_at,
       'updated-at': m.updated_at,
       'publishing-mechanism': 'api',
@@ -81,7 +95,7 @@ export function serializeModuleVersion(m: ModuleWithOrg, v: VersionRow, uploadUr
     type: 'registry-module-versions',
     attributes: {
       source: 'tfe-api',
-      status: v.status,
+      status: versionStatusName(v.status),
       version: v.version,
       error: v.error,
       'commit-sha': v.commit_sha,

@@ -6,6 +6,7 @@ import { inTransaction, isUniqueViolation } from '../db/index.js';
 import { claimUpload, consumeUpload, releaseUpload } from '../db/upload-claims.js';
 import type { Deps } from '../deps.js';
 import { authorize } from '../http/authorized.js';
+import { wakeJobs } from '../jobs/runner.js';
 import { clientClosedBody } from '../http/body.js';
 import { ApiError, conflict, notFound, payloadTooLarge, quoteValue, unprocessable } from '../http/errors.js';
 import { principalLabel, type Principal } from '../identity/principal.js';
@@ -14,15 +15,9 @@ import { newId } from '../ids.js';
 import { orgAccess, type OrgAccess, type OrganizationRow } from '../organizations/access.js';
 import { getOrganizationByName } from '../organizations/store.js';
 import { canManageModules } from './access.js';
-import { ArchiveError, validateArchive } from './archive.js';
-import { inspectFiles, wantedForInspection } from './inspect/index.js';
+import { enqueueIngestion, runIngestionJobNow, waitForIngestion } from './ingest.js';
 import { canonicalPublishVersion, MODULE_NAME_RE, PROVIDER_RE } from './names.js';
-import { deleteModuleRows, deleteVersionRow, findModule, findModuleById, findModulesByName, getVersion, insertModule, insertVersion, type ModuleRow, type ModuleWithOrg, refreshModuleCache, versionByUploadToken, type VersionRow } from './store.js';
-
-/** Inspection reads at most this much of one .tf or README file, and of all of them together. */
-const MAX_INSPECTED_FILE_BYTES = 1024 * 1024;
-const MAX_INSPECTED_TOTAL_BYTES = 16 * 1024 * 1024;
-const MAX_WARNINGS = 100;
+import { deleteModuleRows, deleteVersionRow, findModule, findModuleById, findModulesByName, getVersion, insertModule, insertVersion, type ModuleRow, type ModuleWithOrg, refreshModuleCache, renewUploadLease, versionByUploadToken, type VersionRow } from './store.js';
 
 /** The organization, if the caller may manage its modules; 404 otherwise. */
 export async function manageableOrganization(deps: Deps, p: Principal, orgName: string): Promise<OrganizationRow> {
@@ -188,6 +183,7 @@ export async function createVersion(
     published_at: null,
     contents: null,
     warnings: '[]',
+    upload_lease_until: null,
   };
   const replaced = await inTransaction(deps.db, async (tx) => {
     const existing = await getVersion(tx, module.id, canonical);
@@ -206,20 +202,26 @@ export async function createVersion(
 }
 
 /**
- * Takes a tarball for the version behind an upload token: streams it to the blob store, checks
- * it, then publishes it in one transaction. Any failure removes the blob, so no half-published
- * version or orphaned blob remains.
+ * Takes a tarball for the version behind an upload token: streams it to the blob store (the
+ * upload holds a lease it renews while bytes arrive), then, in the transaction that uses the URL
+ * up, queues its ingestion (src/registry/ingest.ts) and waits for it, up to TERRACE_INGEST_WAIT_MS.
+ * Returns the version as the wait left it: ok, or still ingesting (the caller answers 202). A
+ * refused archive throws as the upload always did (422 with the reason); a broken-off transfer
+ * gives the URL back; no failure leaves a blob behind.
  */
 export async function receiveUpload(deps: Deps, token: string, body: Readable, contentLength: number | null): Promise<VersionRow> {
   const now = rfc3339(deps.clock.now());
+  const leaseMs = deps.config.jobLeaseSeconds * 1000;
   const tokenHash = hashToken(token);
   const invalid = () => notFound('this upload URL is invalid, has expired, or was already used');
   const claimed = await inTransaction(deps.db, async (tx) => {
     const row = await versionByUploadToken(tx, tokenHash);
     if (!row) return undefined;
     const blobKey = moduleArchiveKey(row.organization_id, row.module_id, row.id);
-    // While it is uploading the version is "uploading" (start-up recovery returns it to pending).
-    const before = await claimUpload(tx, 'module', tokenHash, now, { status: 'uploading', blob_key: blobKey, updated_at: now });
+    // While it is uploading the version is "uploading"; if this process dies, the lease lapses and
+    // the registry upkeep returns it to pending.
+    const lease = rfc3339(deps.clock.now().getTime() + leaseMs);
+    const before = await claimUpload(tx, 'module', tokenHash, now, { status: 'uploading', blob_key: blobKey, upload_lease_until: lease, updated_at: now });
     return before && { ...before, blob_key: blobKey };
   });
   if (!claimed) {
@@ -228,11 +230,18 @@ export async function receiveUpload(deps: Deps, token: string, body: Readable, c
   }
   const blobKey = claimed.blob_key;
   const max = deps.config.maxArchiveBytes;
+  const heartbeat = setInterval(() => {
+    renewUploadLease(deps.db, claimed.id, rfc3339(deps.clock.now().getTime() + leaseMs)).catch((err) =>
+      deps.logger.warn({ err, version: claimed.id }, 'could not renew an upload lease'),
+    );
+  }, Math.max(1000, Math.floor(leaseMs / 3)));
+  heartbeat.unref?.();
 
   /** A broken-off transfer gives the URL back; a refused archive marks the version errored. */
   const fail = async (status: 'pending' | 'errored', reason: string | null, err: ApiError): Promise<never> => {
+    clearInterval(heartbeat);
     await deps.blobs.delete(blobKey).catch((e) => deps.logger.warn({ err: e, blobKey }, 'could not remove a failed upload'));
-    const set = { status, error: reason, blob_key: null, updated_at: rfc3339(deps.clock.now()) };
+    const set = { status, error: reason, blob_key: null, upload_lease_until: null, updated_at: rfc3339(deps.clock.now()) };
     if (status === 'pending') await releaseUpload(deps.db, 'module', claimed.id, tokenHash, set);
     else await consumeUpload(deps.db, 'module', claimed.id, tokenHash, set);
     throw err;
@@ -258,64 +267,33 @@ export async function receiveUpload(deps: Deps, token: string, body: Readable, c
   if (contentLength !== null && put.size !== contentLength) {
     return fail('pending', null, new ApiError(400, 'upload interrupted', `received ${put.size} of ${contentLength} bytes; retry the PUT`));
   }
+  clearInterval(heartbeat);
 
-  // One pass over the stored archive both validates it and collects what inspection reads.
-  const collected = new Map<string, Buffer>();
-  let collectedBytes = 0;
-  const warnings: string[] = [];
-  try {
-    const report = await validateArchive(await deps.blobs.get(blobKey), {
-      maxEntries: deps.config.maxArchiveEntries,
-      maxUnpackedBytes: deps.config.maxArchiveUnpackedBytes,
-      ratio: { compressedBytes: put.size, maxRatio: deps.config.maxArchiveRatio, ratioFloorBytes: deps.config.archiveRatioFloorBytes },
-      maxCollectBytes: MAX_INSPECTED_FILE_BYTES,
-      wantFile: (path, size) => wantedForInspection(path) && size <= MAX_INSPECTED_FILE_BYTES,
-      onFile: (path, content) => {
-        if (collectedBytes + content.length > MAX_INSPECTED_TOTAL_BYTES) {
-          warnings.push(`${path} was not read: the module's files exceed ${MAX_INSPECTED_TOTAL_BYTES} bytes in all`);
-          return;
-        }
-        collectedBytes += content.length;
-        collected.set(path, content);
-      },
-    });
-    warnings.push(...report.warnings);
-    for (const f of report.files) {
-      if (f.type === 'file' && wantedForInspection(f.path) && f.size > MAX_INSPECTED_FILE_BYTES) {
-        warnings.push(`${f.path} was not read: it is ${f.size} bytes, over the ${MAX_INSPECTED_FILE_BYTES}-byte limit for one file`);
-      }
-    }
-  } catch (err) {
-    if (err instanceof ArchiveError) return fail('errored', err.message, unprocessable(err.message));
-    throw err;
-  }
-  const inspected = await inspectFiles(collected, { timeoutMs: deps.config.inspectTimeoutMs, maxHeapMb: deps.config.inspectMaxHeapMb }, warnings);
-  if (inspected.warnings.length) deps.logger.warn({ version: claimed.id, warnings: inspected.warnings.slice(0, 20) }, 'module inspection warnings');
-
-  const published = rfc3339(deps.clock.now());
-  const done = await inTransaction(deps.db, async (tx) => {
+  // The bytes are stored: using the URL up and queueing the ingestion commit together.
+  const stored = rfc3339(deps.clock.now());
+  const jobId = await inTransaction(deps.db, async (tx) => {
     const used = await consumeUpload(tx, 'module', claimed.id, tokenHash, {
-      status: 'ok',
+      status: 'ingesting',
       error: null,
       size: put.size,
       sha256: put.sha256,
-      published_at: published,
-      updated_at: published,
-      contents: JSON.stringify(inspected.contents),
-      warnings: JSON.stringify([...new Set(inspected.warnings)].slice(0, MAX_WARNINGS)),
-      description: claimed.description || inspected.summary || null,
+      upload_lease_until: null,
+      updated_at: stored,
     });
-    if (!used) return false;
-    await refreshModuleCache(tx, claimed.module_id, published);
-    return true;
+    return used ? await enqueueIngestion(tx, claimed.id, deps.clock.now()) : undefined;
   });
-  if (!done) {
+  if (!jobId) {
     // The version was deleted while its bytes were arriving.
     await deps.blobs.delete(blobKey);
     throw conflict('the version was deleted during the upload');
   }
-  deps.logger.info({ version: claimed.id, size: put.size, sha256: put.sha256 }, 'registry module version published');
-  return { ...claimed, status: 'ok', size: put.size, sha256: put.sha256, published_at: published };
+  if (deps.config.jobsEnabled) wakeJobs(deps.db);
+  // A process that runs no background jobs does its own upload's ingestion (the job row keeps it crash-safe).
+  else await runIngestionJobNow(deps, jobId);
+  const after = await waitForIngestion(deps, claimed.id, deps.config.ingestWaitMs);
+  if (!after) throw conflict('the version was deleted during the upload');
+  if (after.status === 'errored') throw unprocessable(after.error ?? 'the archive was refused');
+  return after;
 }
 
 /** Deletes versions' rows in one transaction, then their blobs. */

@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import { hotQuery, type Queryable } from '../db/index.js';
+import { unclaimedTokenHash } from '../db/upload-claims.js';
 import type { RegistryModulesTable, RegistryModuleVersionsTable } from '../db/schema.js';
 import { emptyContents, type ModuleContents } from './inspect/index.js';
 import type { ModuleInfo } from './inspect/model.js';
@@ -311,4 +312,80 @@ export async function dailyDownloads(db: Queryable, moduleId: string, sinceDay: 
     .orderBy('day')
     .execute();
   return rows.map((r) => ({ day: r.day, count: Number(r.count) }));
+}
+
+// ---- ingestion (src/registry/ingest.ts): every write is conditional on the status it expects ----
+
+export type VersionWithOrg = VersionRow & { organization_id: string };
+
+/** A version by id with its module's organization (for its blob key). */
+export async function getVersionWithOrg(db: Queryable, id: string): Promise<VersionWithOrg | undefined> {
+  return db
+    .selectFrom('registry_module_versions')
+    .innerJoin('registry_modules', 'registry_modules.id', 'registry_module_versions.module_id')
+    .selectAll('registry_module_versions')
+    .select('registry_modules.organization_id')
+    .where('registry_module_versions.id', '=', id)
+    .executeTakeFirst();
+}
+
+/** A version's status only (what a wait polls). */
+export async function getVersionById(db: Queryable, id: string): Promise<VersionRow | undefined> {
+  return db.selectFrom('registry_module_versions').selectAll().where('id', '=', id).executeTakeFirst();
+}
+
+/** Moves a version from one of fromStatuses (and no blob) to set; false if it is not there any more. */
+export async function transitionVersion(
+  db: Queryable,
+  id: string,
+  fromStatuses: VersionRow['status'][],
+  set: Partial<VersionRow>,
+  opts: { blobKey?: string | null } = {},
+): Promise<boolean> {
+  let qb = db.updateTable('registry_module_versions').set(set).where('id', '=', id).where('status', 'in', fromStatuses);
+  if (opts.blobKey === null) qb = qb.where('blob_key', 'is', null);
+  else if (opts.blobKey !== undefined) qb = qb.where('blob_key', '=', opts.blobKey);
+  const res = await qb.executeTakeFirst();
+  return Number(res.numUpdatedRows) === 1;
+}
+
+/** Renews the lease of an upload being received (only while it is still uploading). */
+export async function renewUploadLease(db: Queryable, id: string, until: string): Promise<void> {
+  await db.updateTable('registry_module_versions').set({ upload_lease_until: until }).where('id', '=', id).where('status', '=', 'uploading').execute();
+}
+
+/** Uploads whose receiving request is gone: lease lapsed (or none, from before leases). */
+export async function staleUploads(db: Queryable, now: string) {
+  return (
+    db
+      .selectFrom('registry_module_versions')
+      .select(['id', 'blob_key', 'upload_lease_until'])
+      // Repeats the partial index's condition so SQLite uses it instead of scanning every version.
+      .where('status', 'in', ['pending', 'uploading', 'cloning', 'ingesting'])
+      .where('status', '=', 'uploading')
+      .where((eb) => eb.or([eb('upload_lease_until', 'is', null), eb('upload_lease_until', '<', now)]))
+      .limit(1000)
+      .execute()
+  );
+}
+
+/**
+ * Gives a dead upload's URL back (pending, token unclaimed, no blob) if it is still the same
+ * stale upload; false when its request came back to life or it was deleted meanwhile.
+ */
+export async function resetStaleUpload(db: Queryable, id: string, leaseUntil: string | null, now: string): Promise<boolean> {
+  const res = await db
+    .updateTable('registry_module_versions')
+    .set({ status: 'pending', blob_key: null, upload_lease_until: null, upload_token_hash: unclaimedTokenHash('module'), updated_at: now })
+    .where('id', '=', id)
+    .where('status', '=', 'uploading')
+    .where((eb) => (leaseUntil === null ? eb('upload_lease_until', 'is', null) : eb('upload_lease_until', '=', leaseUntil)))
+    .executeTakeFirst();
+  return Number(res.numUpdatedRows) === 1;
+}
+
+/** Every blob key a version references (one scan: blob_key has no index). */
+export async function referencedBlobKeys(db: Queryable): Promise<Set<string>> {
+  const rows = await db.selectFrom('registry_module_versions').select('blob_key').where('blob_key', 'is not', null).execute();
+  return new Set(rows.map((r) => r.blob_key!));
 }

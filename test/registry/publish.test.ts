@@ -1,3 +1,4 @@
+import { ManualClock } from '../../src/clock.js';
 import fs from 'node:fs';
 import path from 'node:path';
 import zlib from 'node:zlib';
@@ -264,6 +265,9 @@ describe('crash recovery', () => {
     await db.updateTable('registry_module_versions').set({ status: 'uploading', blob_key: `modules/partial/${v.id}.tar.gz` }).where('id', '=', v.id).execute();
     await t.running.deps.blobs.put(`modules/partial/${v.id}.tar.gz`, (await import('node:stream')).Readable.from([Buffer.from('partial')]));
     await t.running.close();
+    // Orphans are removed only once older than the grace window (an upload in another instance may
+    // not have recorded its blob yet); the interrupted upload has no lease, so it is stale at once.
+    (t.clock as ManualClock).advance(3601 * 1000);
     const { startServer } = await import('../../src/server.js');
     const { loadConfig } = await import('../../src/config.js');
     const restarted = await startServer(loadConfig({ PORT: '0', TERRACE_DATA_DIR: dataDir, TERRACE_LOG_LEVEL: 'silent', TERRACE_ADMIN_TOKEN: t.adminToken }), { clock: t.clock });
