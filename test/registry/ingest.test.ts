@@ -224,7 +224,7 @@ describe('the registry upkeep (leased, recurring)', () => {
     const liveKey = `modules/test/${live.id}.tar.gz`;
     // A process that died mid-upload (lease lapsed) and one still receiving (lease held).
     await claimUpload(deps.db, 'module', hashToken(tokenOf(dead.links.upload)), iso(0), { status: 'uploading', blob_key: deadKey, upload_lease_until: iso(-1000) });
-    await claimUpload(deps.db, 'module', hashToken(tokenOf(live.links.upload)), iso(0), { status: 'uploading', blob_key: liveKey, upload_lease_until: iso(3_600_000) });
+    await claimUpload(deps.db, 'module', hashToken(tokenOf(live.links.upload)), iso(0), { status: 'uploading', blob_key: liveKey, upload_lease_until: iso(10 * 3_600_000) });
     await deps.blobs.put(deadKey, Readable.from([Buffer.from('partial')]));
     await deps.blobs.put(liveKey, Readable.from([Buffer.from('partial')]));
     const youngOrphan = 'modules/test/young.tar.gz';
@@ -237,31 +237,42 @@ describe('the registry upkeep (leased, recurring)', () => {
     const published = moduleBlobs().filter((f) => !f.includes(`${path.sep}test${path.sep}`));
     for (const f of published) fs.utimesSync(f, twoHoursAgo, twoHoursAgo);
 
-    // The recurring job runs once its interval (TERRACE_REGISTRY_UPKEEP_INTERVAL, 300 s) has passed.
+    // The upload repair runs every TERRACE_REGISTRY_UPKEEP_INTERVAL (300 s), the orphan sweep once
+    // per TERRACE_ORPHAN_BLOB_GRACE_SECONDS (3600 s); both are recurring, leased jobs.
     await t.running.jobs.stop();
     try {
       await t.running.jobs.runDue();
       expect((await versionRow(dead.id))!.status).toBe('uploading');
       clock.advance(301_000);
       await t.running.jobs.runDue();
+      expect(await versionRow(dead.id)).toMatchObject({ status: 'pending', blob_key: null, upload_lease_until: null });
+      expect(await deps.blobs.stat(deadKey)).toBeNull();
+      expect(await deps.blobs.stat(oldOrphan)).not.toBeNull();
+      // The dead upload's URL works again.
+      t.running.jobs.start();
+      const up = await upload(dead.links.upload, await moduleTarball());
+      expect(up.status).toBe(200);
+      expect(up.json.data.attributes.status).toBe('ok');
+      await t.running.jobs.stop();
+
+      clock.advance(3_300_000);
+      // Stored moments ago by the clock the sweep reads: within the grace window.
+      const recent = new Date(clock.now().getTime() - 60_000);
+      fs.utimesSync(path.join(t.dataDir, 'blobs', ...youngOrphan.split('/')), recent, recent);
+      await t.running.jobs.runDue();
     } finally {
       t.running.jobs.start();
     }
-    expect(await versionRow(dead.id)).toMatchObject({ status: 'pending', blob_key: null, upload_lease_until: null });
-    expect(await deps.blobs.stat(deadKey)).toBeNull();
+    expect(await deps.blobs.stat(oldOrphan)).toBeNull();
+    expect(await deps.blobs.stat(youngOrphan)).not.toBeNull();
+    // The live upload's blob is old by now too, but its version references it.
     expect(await versionRow(live.id)).toMatchObject({ status: 'uploading', blob_key: liveKey });
     expect(await deps.blobs.stat(liveKey)).not.toBeNull();
-    expect(await deps.blobs.stat(youngOrphan)).not.toBeNull();
-    expect(await deps.blobs.stat(oldOrphan)).toBeNull();
     for (const f of published) expect(fs.existsSync(f)).toBe(true);
-    const job = await db().selectFrom('jobs').selectAll().where('kind', '=', 'registry.upkeep').executeTakeFirstOrThrow();
-    expect(job.locked_until).toBeNull();
-    expect(job.last_error).toBeNull();
-
-    // The dead upload's URL works again.
-    const up = await upload(dead.links.upload, await moduleTarball());
-    expect(up.status).toBe(200);
-    expect(up.json.data.attributes.status).toBe('ok');
+    for (const kind of ['registry.upkeep', 'registry.orphan-sweep']) {
+      const job = await db().selectFrom('jobs').selectAll().where('kind', '=', kind).executeTakeFirstOrThrow();
+      expect(job, kind).toMatchObject({ locked_until: null, last_error: null, attempts: 0 });
+    }
   });
 });
 
