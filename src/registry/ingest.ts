@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import type { Readable } from 'node:stream';
-import { MODULES_PREFIX } from '../blobs/layout.js';
+import { moduleArchiveKey, MODULES_PREFIX } from '../blobs/layout.js';
 import { BlobNotFoundError, BlobTooLargeError } from '../blobs/types.js';
 import { rfc3339 } from '../clock.js';
 import { inTransaction, type Queryable } from '../db/index.js';
@@ -58,9 +58,13 @@ function versionIdOf(payload: unknown): string {
   return id;
 }
 
-/** A fresh key per stored archive, so two producers of one version never write the same object. */
-function archiveKey(v: Pick<VersionWithOrg, 'organization_id' | 'module_id' | 'id'>): string {
-  return `${MODULES_PREFIX}${v.organization_id}/${v.module_id}/${v.id}-${randomBytes(6).toString('hex')}.tar.gz`;
+/**
+ * A fresh key per stored archive (the version's key plus a nonce): two producers of one version,
+ * or a new upload after a dead one, never write the same object, so removing one attempt's blob
+ * can never remove another's.
+ */
+export function freshArchiveKey(v: { organization_id: string; module_id: string; id: string }): string {
+  return moduleArchiveKey(v.organization_id, v.module_id, `${v.id}-${randomBytes(6).toString('hex')}`);
 }
 
 async function removeBlob(deps: Deps, key: string): Promise<void> {
@@ -99,7 +103,7 @@ export async function submitArchive(deps: Deps, versionId: string, body: Readabl
     body.resume();
     return refuse(`the archive is ${contentLength} bytes, over the limit of ${max} bytes (TERRACE_MAX_ARCHIVE_BYTES)`);
   }
-  const key = archiveKey(v);
+  const key = freshArchiveKey(v);
   let put;
   try {
     put = await deps.blobs.put(key, body, { maxBytes: max, contentType: 'application/gzip' });

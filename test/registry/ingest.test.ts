@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
+import http from 'node:http';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
@@ -294,20 +295,14 @@ describe('a process without background jobs', () => {
   });
 });
 
-describe('a server killed while it ingests', () => {
+describe('a server process killed mid-publish', () => {
   const children: ChildProcess[] = [];
   afterAll(() => {
     for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
   });
 
-  it('leaves the version ingesting with its bytes stored; the next process finishes it once the lease lapses', async () => {
-    const dataDir = tempDir('terrace-ingest-kill-');
-    const seed = await startTestServer({}, { dataDir });
-    await createOrganization(seed, 'acme');
-    await createModule(seed, 'acme', 'net', 'aws');
-    const v = await createVersion(seed, 'acme', 'net', 'aws', '3.0.0');
-    await seed.close();
-
+  /** The fixture server process on dataDir; resolves with its URL and a way to wait for its output. */
+  async function spawnChild(dataDir: string) {
     const proc = spawn(process.execPath, ['--import', 'tsx', 'test/registry/fixtures/ingest-child.ts'], {
       cwd: ROOT,
       env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', PORT: '0', TERRACE_DATA_DIR: dataDir, TERRACE_ADMIN_TOKEN: ADMIN_TOKEN, TERRACE_LOG_LEVEL: 'silent', TERRACE_JOB_LEASE_SECONDS: '3' },
@@ -327,11 +322,62 @@ describe('a server killed while it ingests', () => {
       throw new Error(`the child never printed ${re}:\n${out}`);
     };
     const url = (await until(/"url":"(http:\/\/[^"]+)"/))[1]!;
+    const kill = async () => {
+      proc.kill('SIGKILL');
+      await new Promise((r) => proc.once('exit', r));
+    };
+    return { url, until, kill };
+  }
+
+  it('gives a cut-off upload its URL back: status pending, no blob, and the URL publishes', async () => {
+    const dataDir = tempDir('terrace-upload-kill-');
+    const seed = await startTestServer({}, { dataDir });
+    await createOrganization(seed, 'acme');
+    await createModule(seed, 'acme', 'net', 'aws');
+    const v = await createVersion(seed, 'acme', 'net', 'aws', '2.0.0');
+    await seed.close();
+
+    const child = await spawnChild(dataDir);
+    const tarball = await moduleTarball();
+    const u = new URL(`${child.url}/uploads/modules/${tokenOf(v.links.upload)}`);
+    const req = http.request({ host: u.hostname, port: u.port, path: u.pathname, method: 'PUT', headers: { 'Content-Length': String(tarball.length) } });
+    req.on('error', () => {});
+    req.write(tarball.subarray(0, 10));
+    const raw = new Database(path.join(dataDir, 'terrace.db'), { readonly: true });
+    const status = () => (raw.prepare('select status, blob_key, upload_lease_until from registry_module_versions where id = ?').get(v.id) as { status: string; blob_key: string | null; upload_lease_until: string | null });
+    for (let i = 0; i < 400 && status().status !== 'uploading'; i++) await new Promise((r) => setTimeout(r, 25));
+    expect(status()).toMatchObject({ status: 'uploading', blob_key: expect.stringMatching(/^modules\//), upload_lease_until: expect.any(String) });
+    await child.kill();
+    raw.close();
+
+    // The next process (its clock past the dead one's lease) repairs it at once.
+    const next = await startTestServer({}, { dataDir, clock: new ManualClock(new Date(Date.now() + 60_000)) });
+    try {
+      const row = await next.running.deps.db.selectFrom('registry_module_versions').selectAll().where('id', '=', v.id).executeTakeFirstOrThrow();
+      expect(row).toMatchObject({ status: 'pending', blob_key: null, upload_lease_until: null });
+      expect(moduleBlobs(dataDir)).toEqual([]);
+      const up = await upload(`${next.url}/uploads/modules/${tokenOf(v.links.upload)}`, tarball);
+      expect(up.status).toBe(200);
+      expect(up.json.data.attributes.status).toBe('ok');
+    } finally {
+      await next.close();
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    }
+  }, 60_000);
+
+  it('leaves the version ingesting with its bytes stored; the next process finishes it once the lease lapses', async () => {
+    const dataDir = tempDir('terrace-ingest-kill-');
+    const seed = await startTestServer({}, { dataDir });
+    await createOrganization(seed, 'acme');
+    await createModule(seed, 'acme', 'net', 'aws');
+    const v = await createVersion(seed, 'acme', 'net', 'aws', '3.0.0');
+    await seed.close();
+
+    const { url, until, kill } = await spawnChild(dataDir);
     const tarball = await moduleTarball({ 'main.tf': 'output "id" {\n  value = "x"\n}\n' });
     const put = fetch(`${url}/uploads/modules/${tokenOf(v.links.upload)}`, { method: 'PUT', body: tarball }).catch((e: unknown) => e);
     await until(/INGEST-STARTED/);
-    proc.kill('SIGKILL');
-    await new Promise((r) => proc.once('exit', r));
+    await kill();
     expect(await put).toBeInstanceOf(Error);
 
     // What the dead process left: bytes stored, version ingesting, its job claimed by it.
