@@ -3,7 +3,7 @@ import type { JobHandler, JobKind, RecurringJob } from './jobs/runner.js';
 import { registerOrganizationCreateHook } from './organizations/hooks.js';
 import { retentionSweepJob, RETENTION_SWEEP, registerRetentionParticipant, sweepRetention } from './organizations/retention-sweep.js';
 import { createDefaultProject } from './projects/service.js';
-import { registryJobHandlers, registryUpkeepJob } from './registry/ingest.js';
+import { registryJobHandlers, registryRecurringJobs } from './registry/ingest.js';
 import { stateJobHandlers } from './state/processing.js';
 import { stateRetentionParticipant } from './state/retention.js';
 import { deliveryJobHandlers } from './runs/delivery.js';
@@ -57,5 +57,5 @@ export function jobHandlers(): Record<string, JobHandler | JobKind> {
 /** The kinds that repeat, each one row that is rescheduled after every run. */
 export function recurringJobs(config: Config): RecurringJob[] {
   // VCS events are kept 10 days whatever the data retention policy says; purged on the sweep's cadence.
-  return [retentionSweepJob(config.retentionSweepIntervalSeconds * 1000), registryUpkeepJob(config.registryUpkeepIntervalSeconds * 1000), vcsEventsPurgeJob(config.retentionSweepIntervalSeconds * 1000), vcsRescanJob(config.vcsRescanIntervalSeconds * 1000)];
+  return [retentionSweepJob(config.retentionSweepIntervalSeconds * 1000), ...registryRecurringJobs(config), vcsEventsPurgeJob(config.retentionSweepIntervalSeconds * 1000), vcsRescanJob(config.vcsRescanIntervalSeconds * 1000)];
 }

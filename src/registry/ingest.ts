@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import type { Readable } from 'node:stream';
-import { MODULES_PREFIX } from '../blobs/layout.js';
+import { moduleArchiveKey, MODULES_PREFIX } from '../blobs/layout.js';
 import { BlobNotFoundError, BlobTooLargeError } from '../blobs/types.js';
 import { rfc3339 } from '../clock.js';
 import { inTransaction, type Queryable } from '../db/index.js';
@@ -32,8 +32,10 @@ import {
  * point, or after the version was deleted ends in the same state.
  */
 export const INGEST_MODULE_VERSION = 'registry.ingest';
-/** Recurring: gives back the URLs of uploads whose process died, removes orphaned archives. */
+/** Recurring: gives back the URLs of uploads whose process died. */
 export const REGISTRY_UPKEEP = 'registry.upkeep';
+/** Recurring: removes module archives no version references, once they are past the grace window. */
+export const REGISTRY_ORPHAN_SWEEP = 'registry.orphan-sweep';
 
 /** Inspection reads at most this much of one .tf or README file, and of all of them together. */
 const MAX_INSPECTED_FILE_BYTES = 1024 * 1024;
@@ -56,9 +58,13 @@ function versionIdOf(payload: unknown): string {
   return id;
 }
 
-/** A fresh key per stored archive, so two producers of one version never write the same object. */
-function archiveKey(v: Pick<VersionWithOrg, 'organization_id' | 'module_id' | 'id'>): string {
-  return `${MODULES_PREFIX}${v.organization_id}/${v.module_id}/${v.id}-${randomBytes(6).toString('hex')}.tar.gz`;
+/**
+ * A fresh key per stored archive (the version's key plus a nonce): two producers of one version,
+ * or a new upload after a dead one, never write the same object, so removing one attempt's blob
+ * can never remove another's.
+ */
+export function freshArchiveKey(v: { organization_id: string; module_id: string; id: string }): string {
+  return moduleArchiveKey(v.organization_id, v.module_id, `${v.id}-${randomBytes(6).toString('hex')}`);
 }
 
 async function removeBlob(deps: Deps, key: string): Promise<void> {
@@ -97,7 +103,7 @@ export async function submitArchive(deps: Deps, versionId: string, body: Readabl
     body.resume();
     return refuse(`the archive is ${contentLength} bytes, over the limit of ${max} bytes (TERRACE_MAX_ARCHIVE_BYTES)`);
   }
-  const key = archiveKey(v);
+  const key = freshArchiveKey(v);
   let put;
   try {
     put = await deps.blobs.put(key, body, { maxBytes: max, contentType: 'application/gzip' });
@@ -277,14 +283,12 @@ const ingestionFailed: JobFailureHook = async (deps, payload, _job, lastError) =
 export const ingestJobKind: JobKind = { run: ingestModuleVersion, failed: ingestionFailed };
 
 /**
- * Repair that needs no restart, safe with several instances on one database and blob store:
- *  - an upload whose lease lapsed (its request's process died) loses its partial blob and goes
- *    back to pending, its URL usable again until it expires;
- *  - a blob under modules/ that no version references and that is older than the grace window is
- *    removed. A producer records its blob within moments of storing it, so a blob that young may
- *    be one in flight (here or in another instance) and is left alone.
+ * Repair that needs no restart, safe with several instances on one database and blob store. An
+ * upload whose lease lapsed (its request's process died) loses its partial blob and goes back to
+ * pending, its URL usable again until it expires. A queued ingestion needs nothing: its job row
+ * resumes it once its lease lapses.
  */
-export async function registryUpkeep(deps: Deps): Promise<{ resetUploads: number; orphansRemoved: number }> {
+export async function repairDeadUploads(deps: Deps): Promise<number> {
   const now = rfc3339(deps.clock.now());
   let resetUploads = 0;
   for (const u of await staleUploads(deps.db, now)) {
@@ -292,6 +296,17 @@ export async function registryUpkeep(deps: Deps): Promise<{ resetUploads: number
     resetUploads++;
     if (u.blob_key) await removeBlob(deps, u.blob_key);
   }
+  if (resetUploads) deps.logger.warn({ resetUploads }, 'registry upkeep: gave back the upload URLs of uploads whose process died');
+  return resetUploads;
+}
+
+/**
+ * Removes every blob under modules/ that no version references and that is older than the grace
+ * window. A producer records its blob within moments of storing it, so a younger one may be an
+ * upload or a VCS publish in flight (here or in another instance) and is left alone. Lists every
+ * module archive, so it runs less often than the upload repair.
+ */
+export async function sweepOrphanArchives(deps: Deps): Promise<number> {
   // List first, then read the references: a blob old enough to be a candidate was recorded (if it
   // ever will be) long before the references are read.
   const cutoff = deps.clock.now().getTime() - deps.config.orphanBlobGraceSeconds * 1000;
@@ -308,17 +323,29 @@ export async function registryUpkeep(deps: Deps): Promise<{ resetUploads: number
       orphansRemoved++;
     }
   }
-  if (resetUploads || orphansRemoved) deps.logger.warn({ resetUploads, orphansRemoved }, 'registry upkeep: recovered interrupted module uploads');
-  return { resetUploads, orphansRemoved };
+  if (orphansRemoved) deps.logger.warn({ orphansRemoved }, 'registry upkeep: removed module archives no version references');
+  return orphansRemoved;
+}
+
+/** Both repairs, once (at start-up). */
+export async function registryUpkeep(deps: Deps): Promise<{ resetUploads: number; orphansRemoved: number }> {
+  return { resetUploads: await repairDeadUploads(deps), orphansRemoved: await sweepOrphanArchives(deps) };
 }
 
 export const registryJobHandlers: Record<string, JobHandler | JobKind> = {
   [INGEST_MODULE_VERSION]: ingestJobKind,
   [REGISTRY_UPKEEP]: async (deps) => {
-    await registryUpkeep(deps);
+    await repairDeadUploads(deps);
+  },
+  [REGISTRY_ORPHAN_SWEEP]: async (deps) => {
+    await sweepOrphanArchives(deps);
   },
 };
 
-export function registryUpkeepJob(everyMs: number): RecurringJob {
-  return { kind: REGISTRY_UPKEEP, everyMs, payload: null };
+/** The registry's recurring jobs: upload repair every upkeepMs, the orphan sweep once per grace window. */
+export function registryRecurringJobs(config: Pick<Deps['config'], 'registryUpkeepIntervalSeconds' | 'orphanBlobGraceSeconds'>): RecurringJob[] {
+  return [
+    { kind: REGISTRY_UPKEEP, everyMs: config.registryUpkeepIntervalSeconds * 1000, payload: null },
+    { kind: REGISTRY_ORPHAN_SWEEP, everyMs: config.orphanBlobGraceSeconds * 1000, payload: null },
+  ];
 }

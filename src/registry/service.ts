@@ -1,5 +1,4 @@
 import type { Readable } from 'node:stream';
-import { moduleArchiveKey } from '../blobs/layout.js';
 import { BlobTooLargeError } from '../blobs/types.js';
 import { rfc3339 } from '../clock.js';
 import { inTransaction, isUniqueViolation, type Tx } from '../db/index.js';
@@ -16,7 +15,7 @@ import { orgAccess, type OrgAccess, type OrganizationRow } from '../organization
 import { getOrganizationByName } from '../organizations/store.js';
 import { canManageModules } from './access.js';
 import { runModuleDeleteHooks } from './hooks.js';
-import { enqueueIngestion, runIngestionJobNow, waitForIngestion } from './ingest.js';
+import { enqueueIngestion, freshArchiveKey, runIngestionJobNow, waitForIngestion } from './ingest.js';
 import { canonicalPublishVersion, MODULE_NAME_RE, PROVIDER_RE } from './names.js';
 import { deleteModuleRows, deleteVersionRow, findModule, findModuleById, findModulesByName, getVersion, insertModule, insertVersion, type ModuleRow, type ModuleWithOrg, refreshModuleCache, renewUploadLease, versionByUploadToken, type VersionRow } from './store.js';
 
@@ -223,7 +222,7 @@ export async function receiveUpload(deps: Deps, token: string, body: Readable, c
   const claimed = await inTransaction(deps.db, async (tx) => {
     const row = await versionByUploadToken(tx, tokenHash);
     if (!row) return undefined;
-    const blobKey = moduleArchiveKey(row.organization_id, row.module_id, row.id);
+    const blobKey = freshArchiveKey(row);
     // While it is uploading the version is "uploading"; if this process dies, the lease lapses and
     // the registry upkeep returns it to pending.
     const lease = rfc3339(deps.clock.now().getTime() + leaseMs);

@@ -58,10 +58,13 @@ export async function publish(
   version: string,
   files?: Record<string, string>,
 ): Promise<string> {
+  // Packed first: a large tarball takes seconds, and a keep-alive connection left idle that long
+  // between two requests can be closed by the server just as the upload starts on it (ECONNRESET).
+  const tarball = await moduleTarball(files);
   const existing = await t.api('GET', `/api/v2/organizations/${org}/registry-modules/private/${org}/${name}/${provider}`);
   if (existing.status === 404) await createModule(t, org, name, provider);
   const v = await createVersion(t, org, name, provider, version);
-  const up = await upload(v.links.upload, await moduleTarball(files));
+  const up = await upload(v.links.upload, tarball);
   if (up.status !== 200) throw new Error(`upload: ${up.status} ${JSON.stringify(up.json)}`);
   return v.id;
 }
