@@ -3,6 +3,7 @@ import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ManualClock, rfc3339 } from '../../src/clock.js';
 import { JobRunner } from '../../src/jobs/runner.js';
+import { retentionSweepJob, RETENTION_SWEEP, sweepRetention } from '../../src/organizations/retention-sweep.js';
 import { stateJobHandlers } from '../../src/state/processing.js';
 import { createOrg, RFC3339 } from '../helpers/organizations.js';
 import { startTestServer, tempDir, type TestServer } from '../helpers/server.js';
@@ -36,6 +37,10 @@ interface LogLine {
 async function start(dir: string, clock: ManualClock, env: Record<string, string> = {}) {
   const t = await startTestServer({ TERRACE_JOBS: 'false', ...env }, { dataDir: dir, clock });
   servers.push(t);
+  // Driven by hand, the sweep alone: other recurring jobs (registry upkeep, VCS event purge and
+  // rescan) fall due too when the clock jumps days, and would be counted by runDue().
+  const { config } = t.running.deps;
+  t.running.jobs = new JobRunner(t.running.deps, { [RETENTION_SWEEP]: sweepRetention }, { leaseMs: config.jobLeaseSeconds * 1000, recurring: [retentionSweepJob(config.retentionSweepIntervalSeconds * 1000)] });
   const lines: LogLine[] = [];
   t.running.deps.logger = pino({ level: 'info' }, { write: (s: string) => void lines.push(JSON.parse(s)) });
   return { t, lines };
