@@ -30,14 +30,14 @@ export interface WebhookOutcome {
 
 type Header = (name: string) => string | undefined;
 
-function sameSecret(given: string, expected: string): boolean {
+export function sameSecret(given: string, expected: string): boolean {
   // Hashing first gives equal lengths, so the compare takes the same time whatever was sent.
   const a = createHash('sha256').update(given, 'utf8').digest();
   const b = createHash('sha256').update(expected, 'utf8').digest();
   return timingSafeEqual(a, b);
 }
 
-function githubSignatureOk(raw: Buffer, header: string | undefined, secret: string): boolean {
+export function githubSignatureOk(raw: Buffer, header: string | undefined, secret: string): boolean {
   if (!header || !/^sha256=[0-9a-fA-F]{64}$/.test(header)) return false;
   const expected = createHmac('sha256', secret).update(raw).digest();
   return timingSafeEqual(Buffer.from(header.slice(7).toLowerCase(), 'hex'), expected);
