@@ -12,6 +12,7 @@ import * as m0011 from './0011_web_sessions.js';
 import * as m0012 from './0012_vcs.js';
 import * as m0013 from './0013_registry_ingest.js';
 import * as m0014 from './0014_vcs_modules.js';
+import * as m0015 from './0015_sso_memberships.js';
 
 /** Forward-only, applied in key order at start. Never edit a migration that has shipped: add one. */
 export const migrations: Record<string, Migration> = {
@@ -28,4 +29,5 @@ export const migrations: Record<string, Migration> = {
   '0012_vcs': m0012,
   '0013_registry_ingest': m0013,
   '0014_vcs_modules': m0014,
+  '0015_sso_memberships': m0015,
 };

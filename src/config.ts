@@ -96,10 +96,29 @@ export interface Config {
   vcsRescanIntervalSeconds: number;
   /** How long a web UI session lasts from sign-in, in seconds (server-side expiry). */
   sessionTtlSeconds: number;
+  /** How often expired web sessions and OAuth authorization codes are swept away. */
+  webSweepIntervalSeconds: number;
   /** Whether TERRACE_PUBLIC_URL was set: pages then show its host, else the host the browser used. */
   publicUrlConfigured: boolean;
   /** OpenID Connect single sign-on for the web UI; undefined when not configured. */
-  oidc: { issuer: string; clientId: string; clientSecret: string; scopes: string } | undefined;
+  oidc: OidcConfig | undefined;
+}
+
+/** One TERRACE_OIDC_GROUP_TEAMS entry: members of group (a value of the groups claim) sit in organization/team. */
+export interface GroupTeam {
+  group: string;
+  organization: string;
+  team: string;
+}
+
+export interface OidcConfig {
+  issuer: string;
+  clientId: string;
+  clientSecret: string;
+  scopes: string;
+  /** The claim that lists the user's groups; with groupTeams, mapped teams follow it at every sign-in. */
+  groupsClaim?: string;
+  groupTeams?: GroupTeam[];
 }
 
 export class ConfigError extends Error {
@@ -165,6 +184,29 @@ function url(env: Env, name: string): string | undefined {
 
 const MiB = 1024 * 1024;
 
+/**
+ * TERRACE_OIDC_GROUP_TEAMS: entries separated by ";" or new lines, each group=organization/team.
+ * The split is at the last "=" (no organization or team name has one), so group values that do
+ * (LDAP distinguished names) can be mapped as they are.
+ */
+function groupTeams(raw: string): GroupTeam[] {
+  const NAME = /^[A-Za-z0-9](?:[A-Za-z0-9_.-]{0,62}[A-Za-z0-9])?$/;
+  const out: GroupTeam[] = [];
+  raw.split(/[;\n]/).forEach((entry, i) => {
+    const e = entry.trim();
+    if (e === '') return;
+    const eq = e.lastIndexOf('=');
+    const group = eq > 0 ? e.slice(0, eq).trim() : '';
+    const [organization, team, extra] = e.slice(eq + 1).trim().split('/');
+    if (!group || !organization || !team || extra !== undefined || !NAME.test(organization) || !NAME.test(team)) {
+      throw new ConfigError('TERRACE_OIDC_GROUP_TEAMS', `entry ${i + 1} ("${e}") must be group=organization/team, e.g. platform-engineers=acme/platform`);
+    }
+    out.push({ group, organization, team });
+  });
+  if (out.length === 0) throw new ConfigError('TERRACE_OIDC_GROUP_TEAMS', 'names no group=organization/team entry');
+  return out;
+}
+
 /** "id:base64key,id:base64key": 32-byte keys, unique ids; the first is current. */
 function encryptionKeys(env: Env): ServerKey[] {
   const name = 'TERRACE_ENCRYPTION_KEYS';
@@ -225,6 +267,14 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): Config 
   }
   const oidcScopes = str(env, 'TERRACE_OIDC_SCOPES') ?? 'openid email profile';
   if (oidcIssuer && !oidcScopes.split(/\s+/).includes('openid')) throw new ConfigError('TERRACE_OIDC_SCOPES', 'must include openid');
+  const groupsClaim = str(env, 'TERRACE_OIDC_GROUPS_CLAIM');
+  const groupTeamsRaw = str(env, 'TERRACE_OIDC_GROUP_TEAMS');
+  if ((groupsClaim || groupTeamsRaw) && !oidcIssuer) {
+    throw new ConfigError(groupsClaim ? 'TERRACE_OIDC_GROUPS_CLAIM' : 'TERRACE_OIDC_GROUP_TEAMS', 'needs single sign-on: set TERRACE_OIDC_ISSUER too');
+  }
+  if (groupsClaim && !groupTeamsRaw) throw new ConfigError('TERRACE_OIDC_GROUP_TEAMS', 'is required when TERRACE_OIDC_GROUPS_CLAIM is set: which group puts a user in which team');
+  if (groupTeamsRaw && !groupsClaim) throw new ConfigError('TERRACE_OIDC_GROUPS_CLAIM', 'is required when TERRACE_OIDC_GROUP_TEAMS is set: the claim that lists the groups (often "groups")');
+  const groupsMapping = groupsClaim && groupTeamsRaw ? { groupsClaim, groupTeams: groupTeams(groupTeamsRaw) } : {};
 
   return {
     port,
@@ -289,7 +339,8 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): Config 
     gitMaxFetchBytes: int(env, 'TERRACE_GIT_MAX_FETCH_BYTES', 1024 * MiB, 1024 * 1024, 64 * 1024 * MiB),
     vcsRescanIntervalSeconds: int(env, 'TERRACE_VCS_RESCAN_SECONDS', 600, 1, 7 * 24 * 3600),
     sessionTtlSeconds: int(env, 'TERRACE_SESSION_TTL', 8 * 3600, 300, 30 * 24 * 3600),
+    webSweepIntervalSeconds: int(env, 'TERRACE_WEB_SWEEP_INTERVAL', 3600, 60, 7 * 24 * 3600),
     publicUrlConfigured: str(env, 'TERRACE_PUBLIC_URL') !== undefined,
-    oidc: oidcIssuer ? { issuer: oidcIssuer, clientId: oidcClientId!, clientSecret: oidcClientSecret!, scopes: oidcScopes } : undefined,
+    oidc: oidcIssuer ? { issuer: oidcIssuer, clientId: oidcClientId!, clientSecret: oidcClientSecret!, scopes: oidcScopes, ...groupsMapping } : undefined,
   };
 }

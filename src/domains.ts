@@ -16,6 +16,7 @@ import { onModulesDeleted, onOAuthTokenDeleted, vcsModuleJobHandlers, vcsRescanJ
 import { vcsModuleViews } from './vcs/module-service.js';
 import { registerOAuthTokenDeletedHook } from './vcs/service.js';
 import { purgeVcsEventsJob, VCS_EVENTS_PURGE, vcsEventsPurgeJob } from './vcs/events.js';
+import { sweepWebSessions, WEB_SWEEP, webSweepJob } from './web/sweep.js';
 
 /**
  * Where the domains meet, at start-up: how domains take part in each other's work, registered
@@ -51,11 +52,11 @@ export function registerDomainHooks(): void {
 
 /** Every job kind this build knows, by domain. A runner claims only kinds listed here. */
 export function jobHandlers(): Record<string, JobHandler | JobKind> {
-  return { ...stateJobHandlers, ...registryJobHandlers, ...deliveryJobHandlers, [RETENTION_SWEEP]: sweepRetention, [ENCRYPTION_UPKEEP]: runEncryptionUpkeep, [VCS_EVENTS_PURGE]: purgeVcsEventsJob, ...vcsModuleJobHandlers };
+  return { ...stateJobHandlers, ...registryJobHandlers, ...deliveryJobHandlers, [RETENTION_SWEEP]: sweepRetention, [ENCRYPTION_UPKEEP]: runEncryptionUpkeep, [VCS_EVENTS_PURGE]: purgeVcsEventsJob, [WEB_SWEEP]: sweepWebSessions, ...vcsModuleJobHandlers };
 }
 
 /** The kinds that repeat, each one row that is rescheduled after every run. */
 export function recurringJobs(config: Config): RecurringJob[] {
   // VCS events are kept 10 days whatever the data retention policy says; purged on the sweep's cadence.
-  return [retentionSweepJob(config.retentionSweepIntervalSeconds * 1000), ...registryRecurringJobs(config), vcsEventsPurgeJob(config.retentionSweepIntervalSeconds * 1000), vcsRescanJob(config.vcsRescanIntervalSeconds * 1000)];
+  return [retentionSweepJob(config.retentionSweepIntervalSeconds * 1000), webSweepJob(config.webSweepIntervalSeconds * 1000), ...registryRecurringJobs(config), vcsEventsPurgeJob(config.retentionSweepIntervalSeconds * 1000), vcsRescanJob(config.vcsRescanIntervalSeconds * 1000)];
 }

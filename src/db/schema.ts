@@ -45,6 +45,12 @@ export interface OrganizationMembershipsTable {
   created_at: string;
 }
 
+/** Memberships single sign-on's group mapping created: they end with the user's last team seat. */
+export interface SsoMembershipsTable {
+  membership_id: string;
+  created_at: string;
+}
+
 export interface TeamMembersTable {
   team_id: string;
   user_id: string;
@@ -487,6 +493,7 @@ export interface Database {
   teams: TeamsTable;
   organization_memberships: OrganizationMembershipsTable;
   team_members: TeamMembersTable;
+  sso_memberships: SsoMembershipsTable;
   tokens: TokensTable;
   jobs: JobsTable;
   blob_deletions: BlobDeletionsTable;

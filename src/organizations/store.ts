@@ -264,6 +264,15 @@ export async function activateMembership(db: Queryable, id: string): Promise<voi
   await db.updateTable('organization_memberships').set({ status: 'active' }).where('id', '=', id).execute();
 }
 
+/** Records that single sign-on's group mapping created the membership. */
+export async function markSsoMembership(db: Queryable, membershipId: string, now: string): Promise<void> {
+  await db.insertInto('sso_memberships').values({ membership_id: membershipId, created_at: now }).onConflict((oc) => oc.column('membership_id').doNothing()).execute();
+}
+
+export async function isSsoMembership(db: Queryable, membershipId: string): Promise<boolean> {
+  return (await db.selectFrom('sso_memberships').select('membership_id').where('membership_id', '=', membershipId).executeTakeFirst()) !== undefined;
+}
+
 /** Which of teamIds are teams of the organization. */
 export async function teamIdsOf(db: Queryable, organizationId: string, teamIds: string[]): Promise<string[]> {
   if (teamIds.length === 0) return [];

@@ -273,11 +273,13 @@ export const ingestModuleVersion: JobHandler = async (deps, payload) => {
 };
 
 /** Every attempt failed (or the process died during the last): the version says so and frees its blob. */
-const ingestionFailed: JobFailureHook = async (deps, payload, _job, lastError) => {
+const ingestionFailed: JobFailureHook = async (deps, payload, job, lastError) => {
   const id = versionIdOf(payload);
   const v = await getVersionById(deps.db, id);
   if (!v || v.status !== 'ingesting') return;
-  await refuse(deps, v, `the archive could not be ingested (${lastError.slice(0, 500)}): publish the version again`);
+  // The cause (which may name server paths) goes to the log, not to the API.
+  deps.logger.error({ version: id, job: job.id, lastError }, 'module version ingestion failed for good');
+  await refuse(deps, v, 'the archive could not be checked (an internal error, logged by the server): publish the version again');
 };
 
 export const ingestJobKind: JobKind = { run: ingestModuleVersion, failed: ingestionFailed };

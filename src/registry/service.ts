@@ -233,14 +233,30 @@ export async function receiveUpload(deps: Deps, token: string, body: Readable, c
     body.resume();
     throw invalid();
   }
-  const blobKey = claimed.blob_key;
-  const max = deps.config.maxArchiveBytes;
   const heartbeat = setInterval(() => {
     renewUploadLease(deps.db, claimed.id, rfc3339(deps.clock.now().getTime() + leaseMs)).catch((err) =>
       deps.logger.warn({ err, version: claimed.id }, 'could not renew an upload lease'),
     );
   }, Math.max(1000, Math.floor(leaseMs / 3)));
   heartbeat.unref?.();
+  try {
+    return await receiveClaimedUpload(deps, claimed, tokenHash, body, contentLength, heartbeat);
+  } finally {
+    // However the request ends, it stops renewing: a lease renewed for ever would block the repair.
+    clearInterval(heartbeat);
+  }
+}
+
+async function receiveClaimedUpload(
+  deps: Deps,
+  claimed: VersionRow & { blob_key: string },
+  tokenHash: string,
+  body: Readable,
+  contentLength: number | null,
+  heartbeat: NodeJS.Timeout,
+): Promise<VersionRow> {
+  const blobKey = claimed.blob_key;
+  const max = deps.config.maxArchiveBytes;
 
   /** A broken-off transfer gives the URL back; a refused archive marks the version errored. */
   const fail = async (status: 'pending' | 'errored', reason: string | null, err: ApiError): Promise<never> => {

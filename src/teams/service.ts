@@ -37,7 +37,7 @@ const accessSchema = z.object(
 const teamAttributes = {
   visibility: z.enum(['secret', 'organization'], { error: 'must be "secret" or "organization"' }).optional(),
   'organization-access': accessSchema.optional(),
-  'sso-team-id': z.null({ error: 'Terrace has no SSO: sso-team-id can only be null' }).optional(),
+  'sso-team-id': z.null({ error: 'Terrace maps single sign-on groups to teams by name (TERRACE_OIDC_GROUP_TEAMS), not by sso-team-id: it can only be null' }).optional(),
   [MEMBER_TOKEN_MANAGEMENT]: bool(),
 };
 const nameRule = { error: 'must be 1-64 letters, digits, "-", "_" or ".", starting and ending with a letter or digit' };

@@ -24,6 +24,14 @@ export async function deleteTeamRow(db: Queryable, id: string): Promise<void> {
   await db.deleteFrom('teams').where('id', '=', id).execute();
 }
 
+export async function teamByName(db: Queryable, organizationId: string, name: string): Promise<TeamRow | undefined> {
+  return db.selectFrom('teams').selectAll().where('organization_id', '=', organizationId).where('name_lower', '=', name.toLowerCase()).executeTakeFirst();
+}
+
+export async function isTeamMember(db: Queryable, teamId: string, userId: string): Promise<boolean> {
+  return (await db.selectFrom('team_members').select('user_id').where('team_id', '=', teamId).where('user_id', '=', userId).executeTakeFirst()) !== undefined;
+}
+
 /** Adds one member; adding a member twice changes nothing. */
 export async function addTeamMember(db: Queryable, teamId: string, userId: string, now: string): Promise<void> {
   await db

@@ -34,6 +34,8 @@ button.secondary{background:#e4e9f0;color:var(--fg)}button.danger{background:var
 .notice{border-left:4px solid var(--accent);background:var(--panel);padding:.5rem 1rem;margin:1rem 0}
 .notice.error{border-color:var(--bad)}.secret{font-family:ui-monospace,monospace;word-break:break-all;background:#fff1c9;padding:.5rem;border-radius:4px}
 .module-head{display:flex;flex-wrap:wrap;gap:1rem;align-items:flex-end;justify-content:space-between}
+dl.facts{display:grid;grid-template-columns:max-content 1fr;gap:.25rem 1rem}dl.facts dt{font-weight:600}dl.facts dd{margin:0}
+ul.outcomes{list-style:none;padding:0}ul.outcomes li{border:1px solid var(--line);border-radius:6px;padding:.25rem 1rem;margin:.5rem 0}
 .readme img{max-width:100%}.readme{border:1px solid var(--line);border-radius:6px;padding:0 1.25rem}
 details.section{border:1px solid var(--line);border-radius:6px;margin:.75rem 0;padding:.25rem 1rem}details.section>summary{font-weight:600;cursor:pointer;padding:.4rem 0}
 .chart{display:block;max-width:100%;height:auto}.chart rect{fill:var(--accent)}

@@ -170,6 +170,7 @@ export function browsePages(deps: Deps): Hono<WebEnv> {
       children: (
         <>
           <h1>{`${org.name}/${ws.name}`}</h1>
+          <p><a href={`/app/organizations/${encodeURIComponent(org.name)}/workspaces/${encodeURIComponent(ws.name)}/runs`}>Runs and run task results</a></p>
           <h2>Current outputs</h2>
           {!sv ? (
             <p class="muted">This workspace has no state yet.</p>

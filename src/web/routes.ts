@@ -6,6 +6,7 @@ import { assetRoutes } from './assets.js';
 import { authRoutes } from './auth-pages.js';
 import { browsePages } from './browse-pages.js';
 import { oauthRoutes } from './oauth-pages.js';
+import { runPages } from './run-pages.js';
 import { MAX_FORM_BYTES, securityHeaders, webSession, type WebEnv } from './security.js';
 import { tokenPages } from './token-pages.js';
 
@@ -42,6 +43,7 @@ export function webRoutes(deps: Deps): Hono<WebEnv> {
   app.route('/', assetRoutes());
   app.route('/', authRoutes(deps));
   app.route('/', browsePages(deps));
+  app.route('/', runPages(deps));
   app.route('/', tokenPages(deps));
   app.route('/', oauthRoutes(deps));
   return app;

@@ -5,6 +5,7 @@ import { rfc3339 } from '../clock.js';
 import type { Deps } from '../deps.js';
 import { ApiError, badRequest, notFound } from '../http/errors.js';
 import { sessionToken, userForSingleSignOn } from '../identity/service.js';
+import { syncMappedTeams } from '../teams/group-sync.js';
 import { safeNext, secureCookies } from './security.js';
 import { openSession } from './sessions.js';
 
@@ -94,6 +95,21 @@ function readFlow(deps: Deps, c: Context): Flow {
   return flow;
 }
 
+/**
+ * The user's groups from the claim TERRACE_OIDC_GROUPS_CLAIM names, or undefined when no mapping
+ * is configured. A claim that is absent means no groups (the mapped teams are left); one that is
+ * neither a list of strings nor a string is a provider set-up error, refused before anything changes.
+ */
+function groupsOf(deps: Deps, claims: Record<string, unknown>): string[] | undefined {
+  const name = deps.config.oidc!.groupsClaim;
+  if (!name || !deps.config.oidc!.groupTeams) return undefined;
+  const v = claims[name];
+  if (v === undefined || v === null) return [];
+  if (typeof v === 'string') return [v];
+  if (Array.isArray(v) && v.every((g) => typeof g === 'string')) return v as string[];
+  throw new ApiError(401, 'unauthorized', `the identity provider's "${name}" claim must be a list of group names (TERRACE_OIDC_GROUPS_CLAIM): ask its administrator to send it as an array of strings`);
+}
+
 /** The provider sent the browser back: checks everything, provisions the user, opens a session. */
 export async function finishSignIn(deps: Deps, c: Context): Promise<{ sessionId: string; next: string }> {
   const flow = readFlow(deps, c);
@@ -104,8 +120,10 @@ export async function finishSignIn(deps: Deps, c: Context): Promise<{ sessionId:
   try {
     const tokens = await oidc.authorizationCodeGrant(config, here, { pkceCodeVerifier: flow.verifier, expectedState: flow.state, expectedNonce: flow.nonce, idTokenExpected: true });
     const id = tokens.claims()!;
-    // Many providers put only the subject in the ID token; the rest is at the userinfo endpoint.
-    claims = typeof id.email === 'string' ? id : { ...(await oidc.fetchUserInfo(config, tokens.access_token, id.sub)), ...id };
+    // Many providers put only the subject in the ID token; the rest (often the groups) is at the userinfo endpoint.
+    const groupsClaim = deps.config.oidc!.groupsClaim;
+    const complete = typeof id.email === 'string' && (!groupsClaim || id[groupsClaim] !== undefined);
+    claims = complete ? id : { ...(await oidc.fetchUserInfo(config, tokens.access_token, id.sub)), ...id };
   } catch (err) {
     throw new ApiError(401, 'unauthorized', `single sign-on failed: ${(err as Error).message}; sign in again at /app/signin`);
   }
@@ -114,7 +132,9 @@ export async function finishSignIn(deps: Deps, c: Context): Promise<{ sessionId:
   // Users are matched by e-mail: an address the provider says it has not verified names nobody.
   if (claims.email_verified === false) throw new ApiError(401, 'unauthorized', `the identity provider has not verified ${email}: verify it there, then sign in again`);
   const username = typeof claims.preferred_username === 'string' ? claims.preferred_username : email.split('@')[0]!;
+  const groups = groupsOf(deps, claims);
   const user = await userForSingleSignOn(deps, { email, username });
+  if (groups) await syncMappedTeams(deps, user.id, groups, deps.config.oidc!.groupTeams!);
   const expires = rfc3339(deps.clock.now().getTime() + deps.config.sessionTtlSeconds * 1000);
   const principal = await sessionToken(deps, user, expires);
   setCookie(c, FLOW_COOKIE, '', { path: '/app/signin/oidc', maxAge: 0 });

@@ -16,9 +16,19 @@ export async function deleteSession(db: Queryable, idHash: string): Promise<void
   await db.deleteFrom('web_sessions').where('id_hash', '=', idHash).execute();
 }
 
-/** Expired sessions are removed whenever someone signs in: no job needed, no row lives on for long. */
+/** Expired sessions are removed whenever someone signs in, and by the web sweep (sweep.ts) between sign-ins. */
 export async function deleteExpiredSessions(db: Queryable, now: string): Promise<void> {
   await db.deleteFrom('web_sessions').where('expires_at', '<=', now).execute();
+}
+
+/** Up to limit sessions that expired at or before now, oldest first. */
+export async function expiredSessions(db: Queryable, now: string, limit: number): Promise<Pick<SessionRow, 'id_hash' | 'token_id' | 'owns_token'>[]> {
+  return db.selectFrom('web_sessions').select(['id_hash', 'token_id', 'owns_token']).where('expires_at', '<=', now).orderBy('expires_at').limit(limit).execute();
+}
+
+export async function deleteSessions(db: Queryable, idHashes: string[]): Promise<void> {
+  if (idHashes.length === 0) return;
+  await db.deleteFrom('web_sessions').where('id_hash', 'in', idHashes).execute();
 }
 
 export async function insertOauthCode(db: Queryable, row: OauthCodeRow): Promise<void> {

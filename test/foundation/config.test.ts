@@ -71,6 +71,36 @@ describe('configuration', () => {
     expect(errorOf({ ...sso, TERRACE_OIDC_SCOPES: 'email profile' }).message).toBe('TERRACE_OIDC_SCOPES: must include openid');
   });
 
+  it('maps groups to teams: a claim name and group=organization/team entries, together, with single sign-on', () => {
+    const sso = { TERRACE_OIDC_ISSUER: 'https://id.example.com', TERRACE_OIDC_CLIENT_ID: 'terrace', TERRACE_OIDC_CLIENT_SECRET: 's3cret' };
+    const c = loadConfig({ ...sso, TERRACE_OIDC_GROUPS_CLAIM: 'groups', TERRACE_OIDC_GROUP_TEAMS: ' platform=acme/platform ;cn=ops,ou=groups,dc=example=acme/owners\nplatform=beta/devs;' }, '/');
+    expect(c.oidc).toEqual({
+      issuer: 'https://id.example.com',
+      clientId: 'terrace',
+      clientSecret: 's3cret',
+      scopes: 'openid email profile',
+      groupsClaim: 'groups',
+      groupTeams: [
+        { group: 'platform', organization: 'acme', team: 'platform' },
+        { group: 'cn=ops,ou=groups,dc=example', organization: 'acme', team: 'owners' },
+        { group: 'platform', organization: 'beta', team: 'devs' },
+      ],
+    });
+    expect(errorOf({ ...sso, TERRACE_OIDC_GROUPS_CLAIM: 'groups' }).message).toBe(
+      'TERRACE_OIDC_GROUP_TEAMS: is required when TERRACE_OIDC_GROUPS_CLAIM is set: which group puts a user in which team',
+    );
+    expect(errorOf({ ...sso, TERRACE_OIDC_GROUP_TEAMS: 'a=acme/x' }).message).toBe(
+      'TERRACE_OIDC_GROUPS_CLAIM: is required when TERRACE_OIDC_GROUP_TEAMS is set: the claim that lists the groups (often "groups")',
+    );
+    expect(errorOf({ TERRACE_OIDC_GROUPS_CLAIM: 'groups', TERRACE_OIDC_GROUP_TEAMS: 'a=acme/x' }).message).toBe('TERRACE_OIDC_GROUPS_CLAIM: needs single sign-on: set TERRACE_OIDC_ISSUER too');
+    for (const bad of ['platform', '=acme/x', 'a=acme', 'a=acme/x/y', 'a=acme/-x', 'a=/x']) {
+      expect(errorOf({ ...sso, TERRACE_OIDC_GROUPS_CLAIM: 'groups', TERRACE_OIDC_GROUP_TEAMS: `ok=acme/x;${bad}` }).message).toBe(
+        `TERRACE_OIDC_GROUP_TEAMS: entry 2 ("${bad}") must be group=organization/team, e.g. platform-engineers=acme/platform`,
+      );
+    }
+    expect(errorOf({ ...sso, TERRACE_OIDC_GROUPS_CLAIM: 'groups', TERRACE_OIDC_GROUP_TEAMS: ' ; ' }).message).toBe('TERRACE_OIDC_GROUP_TEAMS: names no group=organization/team entry');
+  });
+
   it('parses booleans in the usual spellings', () => {
     expect(loadConfig({ TERRACE_PUBLIC_READ: 'true' }, '/').publicRead).toBe(true);
     expect(loadConfig({ TERRACE_PUBLIC_READ: 'ON' }, '/').publicRead).toBe(true);

@@ -61,6 +61,10 @@ export async function startTestServer(
     TERRACE_DATA_DIR: dataDir,
     TERRACE_ADMIN_TOKEN: ADMIN_TOKEN,
     TERRACE_LOG_LEVEL: 'silent',
+    // The test and the server share one busy process: a keep-alive connection the server closes
+    // after 5 s idle can be reused by fetch at the same instant and reset (ECONNRESET). Tests of
+    // the listener's own timeouts pass their own values.
+    TERRACE_KEEP_ALIVE_TIMEOUT_MS: '60000',
     ...env,
   });
   const clock = opts.clock ?? new ManualClock(new Date());

@@ -6,7 +6,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HOSTILE_README, VPC_MODULE } from '../fixtures/modules.js';
 import { chromiumAvailable, launchChromium } from '../helpers/browser.js';
 import { addMember, createOrganization, publish } from '../helpers/registry.js';
+import { runWithTaskResults } from '../helpers/run-results.js';
 import { createUserWithToken, startTestServer, type TestServer } from '../helpers/server.js';
+import { createWorkspace } from '../helpers/state.js';
 
 // A real browser (Debian's chromium, driven by playwright-core). One launch for the file.
 // TERRACE_SCREENSHOTS=1 also writes the README's screenshots under docs/screenshots/.
@@ -22,6 +24,8 @@ describe.runIf(chromiumAvailable)('the web UI in Chromium', () => {
   let reader: { token: string };
   const foreign: string[] = [];
   const dialogs: string[] = [];
+  let runId: string;
+  let closeHook: (() => Promise<void>) | undefined;
 
   beforeAll(async () => {
     t = await startTestServer({ TERRACE_JOBS: 'false' });
@@ -32,6 +36,14 @@ describe.runIf(chromiumAvailable)('the web UI in Chromium', () => {
     await publish(t, 'acme', 'vpc', 'aws', '1.0.0', { ...VPC_MODULE, 'variables.tf': 'variable "old_only" {\n  type = string\n}\n' });
     await publish(t, 'acme', 'vpc', 'aws', '1.2.0', { ...VPC_MODULE, 'README.md': `${HOSTILE_README}\n\n${VPC_MODULE['README.md']}` });
     await publish(t, 'acme', 'dns', 'aws', '0.1.0', { 'main.tf': 'variable "zone" {}\n', 'README.md': '# DNS zones\n\nRoute53 zones.\n' });
+    // reader may read acme's workspaces and runs; one run has task results with a hostile outcome body.
+    const readers = await t.api('POST', '/api/v2/organizations/acme/teams', {
+      token: alice.token,
+      body: { data: { type: 'teams', attributes: { name: 'readers', 'organization-access': { 'read-state-outputs': true } } } },
+    });
+    await t.api('POST', `/api/v2/teams/${readers.json.data.id}/relationships/users`, { token: alice.token, body: { data: [{ type: 'users', id: 'reader' }] } });
+    const ws = await createWorkspace(t, 'acme', 'prod', alice.token);
+    ({ runId, close: closeHook } = await runWithTaskResults(t, 'acme', ws.id));
     chromium = await launchChromium();
     const origin = new URL(t.url).origin;
     context = await chromium.browser.newContext({ viewport: { width: 1200, height: 900 } });
@@ -51,6 +63,7 @@ describe.runIf(chromiumAvailable)('the web UI in Chromium', () => {
   }, 120_000);
 
   afterAll(async () => {
+    await closeHook?.();
     await chromium?.close();
     await t?.close();
   });
@@ -146,5 +159,24 @@ describe.runIf(chromiumAvailable)('the web UI in Chromium', () => {
     expect((await t.api('GET', '/api/v2/account/details', { token: secret })).status).toBe(401);
     expect(dialogs).toEqual([]);
     expect(foreign).toEqual([]);
+  });
+
+  it("reaches a run's task results from the workspace, with a hostile outcome body inert", async () => {
+    await page.goto(`${t.url}/app/organizations/acme/workspaces/prod`);
+    await page.getByRole('link', { name: 'Runs and run task results' }).click();
+    await page.getByRole('heading', { name: 'acme/prod: runs', level: 1 }).waitFor();
+    await page.getByRole('link', { name: runId }).click();
+    await page.getByRole('heading', { name: `Run ${runId}`, level: 1 }).waitFor();
+    await shot('run');
+    expect(await page.getByRole('row', { name: /scanner passed/ }).textContent()).toContain('mandatory');
+    const body = page.locator('.outcome .readme');
+    expect(await body.count()).toBe(1);
+    expect(await body.textContent()).toContain('<script>alert("outcome script")</script>');
+    expect(await page.locator('.outcome script, .outcome img, .outcome svg, .outcome iframe').count()).toBe(0);
+    // The links the body kept stay on this page or leave only when followed.
+    await body.locator('a[href^="#"]').first().click();
+    expect(dialogs).toEqual([]);
+    expect(foreign).toEqual([]);
+    expect(await axe()).toEqual([]);
   });
 });
