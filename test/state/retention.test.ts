@@ -4,7 +4,6 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { ManualClock, rfc3339 } from '../../src/clock.js';
 import { jobHandlers, recurringJobs } from '../../src/domains.js';
 import { JobRunner } from '../../src/jobs/runner.js';
-import { retentionSweepJob, RETENTION_SWEEP, sweepRetention } from '../../src/organizations/retention-sweep.js';
 import { stateJobHandlers } from '../../src/state/processing.js';
 import { createOrg, RFC3339 } from '../helpers/organizations.js';
 import { startTestServer, tempDir, type TestServer } from '../helpers/server.js';
@@ -36,11 +35,12 @@ interface LogLine {
 
 /** Starts a server (jobs driven by hand) on dir with clock, its info logs collected in lines. */
 /**
- * The server's runner, less the registry's recurring repairs (registry.*): they come due too as
- * these tests move the clock by hours, and the counts here are about retention.
+ * The server's runner, less the registry's recurring repairs (registry.*) and VCS work (vcs.*,
+ * the periodic tag rescan among it): they come due too as these tests move the clock by hours,
+ * and the counts here are about retention.
  */
 function runDue(t: TestServer): Promise<number> {
-  const registry = (kind: string) => kind.startsWith('registry.');
+  const registry = (kind: string) => kind.startsWith('registry.') || kind.startsWith('vcs.');
   const handlers = Object.fromEntries(Object.entries(jobHandlers()).filter(([kind]) => !registry(kind)));
   const recurring = recurringJobs(t.running.deps.config).filter((r) => !registry(r.kind));
   return new JobRunner(t.running.deps, handlers, { recurring, leaseMs: t.running.deps.config.jobLeaseSeconds * 1000 }).runDue();
@@ -49,10 +49,9 @@ function runDue(t: TestServer): Promise<number> {
 async function start(dir: string, clock: ManualClock, env: Record<string, string> = {}) {
   const t = await startTestServer({ TERRACE_JOBS: 'false', ...env }, { dataDir: dir, clock });
   servers.push(t);
-  // Driven by hand, the sweep alone: other recurring jobs (the web sweep, registry upkeep, VCS
-  // event purge and rescan) fall due too when the clock jumps days, and would be counted by runDue().
-  const { config } = t.running.deps;
-  t.running.jobs = new JobRunner(t.running.deps, { [RETENTION_SWEEP]: sweepRetention }, { leaseMs: config.jobLeaseSeconds * 1000, recurring: [retentionSweepJob(config.retentionSweepIntervalSeconds * 1000)] });
+  // Only the retention sweep is under test: the other recurring job (the web sweep, test/web/sweep.test.ts)
+  // loses its row, so what runDue() counts and what the log says are the retention sweep's alone.
+  await t.running.deps.db.deleteFrom('jobs').where('kind', '=', 'web.sweep').execute();
   const lines: LogLine[] = [];
   t.running.deps.logger = pino({ level: 'info' }, { write: (s: string) => void lines.push(JSON.parse(s)) });
   return { t, lines };
