@@ -9,6 +9,7 @@ import * as m0008 from './0008_workspace_tags_projects.js';
 import * as m0009 from './0009_encryption.js';
 import * as m0010 from './0010_runs_and_tasks.js';
 import * as m0011 from './0011_web_sessions.js';
+import * as m0012 from './0012_vcs.js';
 import * as m0013 from './0013_registry_ingest.js';
 import * as m0015 from './0015_sso_memberships.js';
 
@@ -24,6 +25,7 @@ export const migrations: Record<string, Migration> = {
   '0009_encryption': m0009,
   '0010_runs_and_tasks': m0010,
   '0011_web_sessions': m0011,
+  '0012_vcs': m0012,
   '0013_registry_ingest': m0013,
   '0015_sso_memberships': m0015,
 };

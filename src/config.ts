@@ -86,6 +86,8 @@ export interface Config {
   maxPlanJsonBytes: number;
   /** Time limit of one outbound run task request (verification or delivery), in ms. */
   runTaskRequestTimeoutMs: number;
+  /** Time limit of one call to a VCS provider's REST API (GitHub, GitLab), in ms. */
+  vcsRequestTimeoutMs: number;
   /** How long a web UI session lasts from sign-in, in seconds (server-side expiry). */
   sessionTtlSeconds: number;
   /** How often expired web sessions and OAuth authorization codes are swept away. */
@@ -326,6 +328,7 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): Config 
     maxPlanJsonBytes: int(env, 'TERRACE_MAX_PLAN_JSON_BYTES', 256 * MiB, 1024, 16 * 1024 * MiB),
     runTaskRequestTimeoutMs: int(env, 'TERRACE_RUN_TASK_REQUEST_TIMEOUT_MS', 10_000, 100, 120_000),
     edition: oneOf(env, 'TERRACE_EDITION', 'standard', ['free', 'standard', 'premium'] as const),
+    vcsRequestTimeoutMs: int(env, 'TERRACE_VCS_REQUEST_TIMEOUT_MS', 10_000, 100, 120_000),
     sessionTtlSeconds: int(env, 'TERRACE_SESSION_TTL', 8 * 3600, 300, 30 * 24 * 3600),
     webSweepIntervalSeconds: int(env, 'TERRACE_WEB_SWEEP_INTERVAL', 3600, 60, 7 * 24 * 3600),
     publicUrlConfigured: str(env, 'TERRACE_PUBLIC_URL') !== undefined,

@@ -33,6 +33,10 @@ export function registerDomainHooks(): void {
   registerSealedBlobColumn({ table: 'configuration_versions', idColumn: 'id', column: 'blob_key' });
   registerSealedBlobColumn({ table: 'runs', idColumn: 'id', column: 'plan_json_blob_key' });
   registerRetentionParticipant(runRetentionParticipant);
+  // VCS connections: the personal access tokens, SSH keys and OAuth-app secrets.
+  registerSealedColumn({ table: 'oauth_tokens', idColumn: 'id', column: 'token_sealed' });
+  registerSealedColumn({ table: 'oauth_tokens', idColumn: 'id', column: 'ssh_key_sealed' });
+  registerSealedColumn({ table: 'oauth_clients', idColumn: 'id', column: 'secret_sealed' });
 }
 
 /** Every job kind this build knows, by domain. A runner claims only kinds listed here. */

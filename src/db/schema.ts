@@ -405,6 +405,53 @@ export interface OauthCodesTable {
   expires_at: string;
 }
 
+export type VcsServiceProvider = 'github' | 'github_enterprise' | 'gitlab_hosted' | 'gitlab_community_edition' | 'gitlab_enterprise_edition';
+
+export interface OauthClientsTable {
+  id: string;
+  organization_id: string;
+  name: string | null;
+  service_provider: VcsServiceProvider;
+  http_url: string;
+  api_url: string;
+  key: string | null;
+  /** Sealed with the server key; read and written only by vcs/store.ts. */
+  secret_sealed: string | null;
+  rsa_public_key: string | null;
+  organization_scoped: number;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface OauthClientProjectsTable {
+  oauth_client_id: string;
+  project_id: string;
+}
+
+export interface OauthTokensTable {
+  id: string;
+  oauth_client_id: string;
+  organization_id: string;
+  /** The personal access token, sealed; read and written only by vcs/store.ts. */
+  token_sealed: string;
+  ssh_key_sealed: string | null;
+  service_provider_user: string | null;
+  uid: string;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface VcsEventsTable {
+  id: string;
+  organization_id: string;
+  level: 'info' | 'error';
+  message: string;
+  suggested_action: string | null;
+  oauth_client_id: string | null;
+  oauth_token_id: string | null;
+  created_at: string;
+}
+
 export interface Database {
   settings: SettingsTable;
   users: UsersTable;
@@ -439,4 +486,8 @@ export interface Database {
   task_result_outcomes: TaskResultOutcomesTable;
   web_sessions: WebSessionsTable;
   oauth_codes: OauthCodesTable;
+  oauth_clients: OauthClientsTable;
+  oauth_client_projects: OauthClientProjectsTable;
+  oauth_tokens: OauthTokensTable;
+  vcs_events: VcsEventsTable;
 }
