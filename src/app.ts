@@ -21,6 +21,7 @@ import { registryApiRoutes, uploadRoutes } from './registry/api.js';
 import { configurationUploadRoutes, isPlanJsonUpload, runRoutes } from './runs/routes.js';
 import { taskStageRoutes } from './runs/task-routes.js';
 import { runTaskRoutes } from './runtasks/routes.js';
+import { vcsRoutes } from './vcs/routes.js';
 import { archiveRoutes } from './registry/archive-url.js';
 import { discoveryRoutes } from './registry/discovery.js';
 import { protocolRoutes } from './registry/protocol.js';
@@ -104,6 +105,7 @@ export function createApp(deps: Deps): Hono<AppEnv> {
   app.route('/api/v2', runTaskRoutes(deps));
   app.route('/api/v2', runRoutes(deps));
   app.route('/api/v2', taskStageRoutes(deps));
+  app.route('/api/v2', vcsRoutes(deps));
   app.route('/', protocolRoutes(deps));
   app.route('/', archiveRoutes(deps));
   app.route('/', uploadRoutes(deps));

@@ -12,6 +12,7 @@ import { createOwnersTeam } from './teams/service.js';
 import { registerSealedBlobColumn, registerSealedColumn } from './encryption/registry.js';
 import { ENCRYPTION_UPKEEP, runEncryptionUpkeep } from './encryption/upkeep.js';
 import { sweepWebSessions, WEB_SWEEP, webSweepJob } from './web/sweep.js';
+import { purgeVcsEventsJob, VCS_EVENTS_PURGE, vcsEventsPurgeJob } from './vcs/events.js';
 
 /**
  * Where the domains meet, at start-up: how domains take part in each other's work, registered
@@ -41,10 +42,11 @@ export function registerDomainHooks(): void {
 
 /** Every job kind this build knows, by domain. A runner claims only kinds listed here. */
 export function jobHandlers(): Record<string, JobHandler | JobKind> {
-  return { ...stateJobHandlers, ...registryJobHandlers, ...deliveryJobHandlers, [RETENTION_SWEEP]: sweepRetention, [ENCRYPTION_UPKEEP]: runEncryptionUpkeep, [WEB_SWEEP]: sweepWebSessions };
+  return { ...stateJobHandlers, ...registryJobHandlers, ...deliveryJobHandlers, [RETENTION_SWEEP]: sweepRetention, [ENCRYPTION_UPKEEP]: runEncryptionUpkeep, [WEB_SWEEP]: sweepWebSessions, [VCS_EVENTS_PURGE]: purgeVcsEventsJob };
 }
 
 /** The kinds that repeat, each one row that is rescheduled after every run. */
 export function recurringJobs(config: Config): RecurringJob[] {
-  return [retentionSweepJob(config.retentionSweepIntervalSeconds * 1000), webSweepJob(config.webSweepIntervalSeconds * 1000), ...registryRecurringJobs(config)];
+  // VCS events are kept 10 days whatever the data retention policy says; purged on the sweep's cadence.
+  return [retentionSweepJob(config.retentionSweepIntervalSeconds * 1000), webSweepJob(config.webSweepIntervalSeconds * 1000), ...registryRecurringJobs(config), vcsEventsPurgeJob(config.retentionSweepIntervalSeconds * 1000)];
 }

@@ -1,8 +1,9 @@
 import { rfc3339 } from '../clock.js';
 import type { Deps } from '../deps.js';
-import { truncate } from '../http/errors.js';
+import { ApiError, quoteValue, truncate } from '../http/errors.js';
 import { newId } from '../ids.js';
-import { insertVcsEvent } from './store.js';
+import type { JobHandler, RecurringJob } from '../jobs/runner.js';
+import { insertVcsEvent, purgeVcsEvents, type VcsEventFilter } from './store.js';
 
 /** Messages are stored and shown as given, cut to this many characters. */
 export const MAX_EVENT_MESSAGE_CHARS = 2000;
@@ -36,3 +37,81 @@ export async function recordVcsEvent(deps: Deps, e: VcsEventInput): Promise<void
   if (e.level === 'error') deps.logger.warn(fields, `VCS event: ${row.message}`);
   else deps.logger.info(fields, `VCS event: ${row.message}`);
 }
+
+// ---- the event log as the API lists it ----
+
+/** Events are kept, and listed, for 10 days. */
+export const VCS_EVENT_RETENTION_MS = 10 * 24 * 3600 * 1000;
+export const VCS_EVENT_LEVELS = ['info', 'error'] as const;
+
+export interface EventQuery {
+  from?: string;
+  to?: string;
+  levels?: string[];
+  oauthClientIds?: string[];
+}
+
+const RFC3339_UTC = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(\.\d{1,9})?(Z|[+-]00:00)$/i;
+const OAUTH_CLIENT_ID = /^oc-[A-Za-z0-9]{1,64}$/;
+
+/** An RFC 3339 UTC timestamp as milliseconds; 422 naming the parameter otherwise (impossible dates too). */
+function parseInstant(raw: string, name: string): number {
+  const m = RFC3339_UTC.exec(raw);
+  const ms = m ? Date.parse(`${m[1]}-${m[2]}-${m[3]}T${m[4]}:${m[5]}:${m[6]}${(m[7] ?? '').slice(0, 4)}Z`) : NaN;
+  // Date.parse rolls 2026-02-30 over to March: a round trip catches dates that do not exist.
+  if (!m || Number.isNaN(ms) || new Date(ms).toISOString().slice(0, 19) !== `${m[1]}-${m[2]}-${m[3]}T${m[4]}:${m[5]}:${m[6]}`) {
+    throw new ApiError(422, 'invalid filter', `${name} must be an RFC 3339 timestamp in UTC such as 2026-01-02T03:04:05Z, got ${quoteValue(raw)}`, { parameter: name });
+  }
+  return ms;
+}
+
+/** The store's filter for a query, with the defaults (the last 10 days, both levels) and the 10-day floor. */
+export function eventFilter(now: Date, organizationId: string, q: EventQuery): VcsEventFilter {
+  const nowMs = now.getTime();
+  const floor = nowMs - VCS_EVENT_RETENTION_MS;
+  const from = q.from === undefined ? floor : parseInstant(q.from, 'filter[from]');
+  const to = q.to === undefined ? nowMs : parseInstant(q.to, 'filter[to]');
+  if (from > to) throw new ApiError(422, 'invalid filter', `filter[from] (${q.from ?? 'default'}) must not be later than filter[to] (${q.to ?? 'now'})`, { parameter: 'filter[from]' });
+  const levels = q.levels;
+  const badLevel = levels?.find((l) => !(VCS_EVENT_LEVELS as readonly string[]).includes(l));
+  if (badLevel !== undefined) {
+    throw new ApiError(422, 'invalid filter', `filter[levels] accepts only info and error (comma-separated), got ${quoteValue(badLevel)}`, { parameter: 'filter[levels]' });
+  }
+  const ids = q.oauthClientIds;
+  const badId = ids?.find((id) => !OAUTH_CLIENT_ID.test(id));
+  if (badId !== undefined) {
+    throw new ApiError(422, 'invalid filter', `filter[oauth_client_external_ids] must list OAuth client ids (oc-…), comma-separated, got ${quoteValue(badId)}`, {
+      parameter: 'filter[oauth_client_external_ids]',
+    });
+  }
+  if (ids && ids.length > 100) {
+    throw new ApiError(422, 'invalid filter', `filter[oauth_client_external_ids] may list at most 100 ids, got ${ids.length}`, { parameter: 'filter[oauth_client_external_ids]' });
+  }
+  return {
+    organizationId,
+    // What is older than 10 days is never listed, even before the purge has removed it.
+    from: rfc3339(Math.max(from, floor)),
+    to: rfc3339(to),
+    levels: levels as ('info' | 'error')[] | undefined,
+    oauthClientIds: ids,
+  };
+}
+
+/** The recurring job that removes events past the 10 days they are kept. */
+export const VCS_EVENTS_PURGE = 'vcs.events.purge';
+
+export function vcsEventsPurgeJob(everyMs: number): RecurringJob {
+  return { kind: VCS_EVENTS_PURGE, everyMs, payload: null };
+}
+
+/** Deletes events older than 10 days, in batches, until none are left. */
+export const purgeVcsEventsJob: JobHandler = async (deps) => {
+  const cutoff = rfc3339(deps.clock.now().getTime() - VCS_EVENT_RETENTION_MS);
+  let removed = 0;
+  for (;;) {
+    const n = await purgeVcsEvents(deps.db, cutoff, deps.config.retentionBatchSize);
+    removed += n;
+    if (n < deps.config.retentionBatchSize) break;
+  }
+  if (removed > 0) deps.logger.info({ removed, createdBefore: cutoff }, 'VCS events older than 10 days removed');
+};

@@ -20,6 +20,8 @@ import {
   openSecret,
   projectIdsInOrganization,
   replaceClientProjects,
+  addClientProjects,
+  removeClientProjects,
   sealSecret,
   tokensOfClients,
   tokenWithClient,
@@ -282,4 +284,18 @@ export async function deleteToken(deps: Deps, p: Principal, mt: ManagedToken): P
   await runTokenDeletedHooks(deps, mt.token.id);
   await recordVcsEvent(deps, { organizationId: mt.org.id, level: 'info', message: `OAuth token ${mt.token.id} deleted`, oauthClientId: mt.client.id, oauthTokenId: mt.token.id });
   deps.logger.info({ by: principalLabel(p), oauthToken: mt.token.id }, 'OAuth token deleted');
+}
+
+/** POST /oauth-clients/:id/relationships/projects: adds projects of the client's organization (422 for others). */
+export async function attachProjects(deps: Deps, p: Principal, mc: ManagedClient, ids: string[]): Promise<void> {
+  const projects = (await checkProjects(deps, mc.org, ids))!;
+  await addClientProjects(deps.db, mc.client.id, projects);
+  deps.logger.info({ by: principalLabel(p), oauthClient: mc.client.id, projects }, 'OAuth client projects added');
+}
+
+/** DELETE /oauth-clients/:id/relationships/projects: removes them (422 for projects not in the organization). */
+export async function detachProjects(deps: Deps, p: Principal, mc: ManagedClient, ids: string[]): Promise<void> {
+  const projects = (await checkProjects(deps, mc.org, ids))!;
+  await removeClientProjects(deps.db, mc.client.id, projects);
+  deps.logger.info({ by: principalLabel(p), oauthClient: mc.client.id, projects }, 'OAuth client projects removed');
 }

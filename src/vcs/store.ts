@@ -32,9 +32,15 @@ export async function listOAuthClients(db: Queryable, organizationId: string, pa
 }
 
 /** Name, service provider and id of the clients with these ids (the vcs-events include). */
-export async function oauthClientSummaries(db: Queryable, ids: string[]) {
+export async function oauthClientSummaries(db: Queryable, organizationId: string, ids: string[]) {
   if (ids.length === 0) return [];
-  return db.selectFrom('oauth_clients').select(['id', 'name', 'service_provider']).where('id', 'in', ids).orderBy('id').execute();
+  return db
+    .selectFrom('oauth_clients')
+    .select(['id', 'name', 'service_provider'])
+    .where('organization_id', '=', organizationId)
+    .where('id', 'in', ids)
+    .orderBy('id')
+    .execute();
 }
 
 export async function insertOAuthClient(db: Queryable, row: OAuthClientRow): Promise<void> {
