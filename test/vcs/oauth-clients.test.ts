@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ManualClock } from '../../src/clock.js';
 import { connectionForToken, registerOAuthTokenDeletedHook } from '../../src/vcs/service.js';
 import { capturingLogger } from '../helpers/logs.js';
 import { RFC3339, accept, createOrg, createTeam, invite } from '../helpers/organizations.js';
@@ -452,6 +453,8 @@ describe('updating an OAuth client', () => {
 describe('deleting an OAuth client', () => {
   it('removes the client and its token (204), tells the token-deleted hooks, and answers 404 after', async () => {
     const { clientId, tokenId } = await createOAuthClient(t, 'acme', github, PAT, { token: owner });
+    // Events of the same instant have no defined order: let the injected clock move on.
+    (t.clock as ManualClock).advance(1000);
     const res = await t.api('DELETE', `/api/v2/oauth-clients/${clientId}`, { token: orgToken, headers: { 'Content-Type': 'application/vnd.api+json' } });
     expect(res.status).toBe(204);
     expect(res.text).toBe('');
