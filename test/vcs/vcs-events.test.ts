@@ -231,16 +231,18 @@ describe('the purge', () => {
     const sweep = await t.running.deps.db.selectFrom('jobs').select('run_at').where('kind', '=', 'retention.sweep').executeTakeFirstOrThrow();
     clock.set(new Date(Math.max(NOW, Date.parse(sweep.run_at))));
     const at = clock.now().getTime();
-    expect(await t.running.jobs.runDue()).toBe(1);
+    // Other recurring jobs may be due too; what counts is that the sweep ran (its row moved on).
+    await t.running.jobs.runDue();
     const kept = AGES.filter((a) => at - a * DAY >= NOW - 10 * DAY).map((a) => `age ${a}`);
     expect(kept.length).toBeLessThan(AGES.length);
     expect(await ages()).toEqual(kept);
     // The next sweep, 3 days on, removes what has aged out since.
     const next = await t.running.deps.db.selectFrom('jobs').select('run_at').where('kind', '=', 'retention.sweep').executeTakeFirstOrThrow();
+    expect(Date.parse(next.run_at)).toBeGreaterThan(at);
     clock.set(new Date(Math.max(at + 3 * DAY, Date.parse(next.run_at))));
     const at2 = clock.now().getTime();
     try {
-      expect(await t.running.jobs.runDue()).toBe(1);
+      await t.running.jobs.runDue();
       expect(await ages()).toEqual(AGES.filter((a) => NOW - a * DAY >= at2 - 10 * DAY).map((a) => `age ${a}`));
       expect(await ages()).not.toEqual(kept);
     } finally {
