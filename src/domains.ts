@@ -1,7 +1,7 @@
 import type { Config } from './config.js';
 import type { JobHandler, JobKind, RecurringJob } from './jobs/runner.js';
 import { registerOrganizationCreateHook } from './organizations/hooks.js';
-import { retentionSweepJob, RETENTION_SWEEP, registerRetentionParticipant, sweepRetention } from './organizations/retention-sweep.js';
+import { registerFixedRetention, retentionSweepJob, RETENTION_SWEEP, registerRetentionParticipant, sweepRetention } from './organizations/retention-sweep.js';
 import { createDefaultProject } from './projects/service.js';
 import { registryJobHandlers, registryRecurringJobs } from './registry/ingest.js';
 import { stateJobHandlers } from './state/processing.js';
@@ -15,8 +15,8 @@ import { registerModuleDeleteHook, registerModuleViewReader } from './registry/h
 import { onModulesDeleted, onOAuthTokenDeleted, vcsModuleJobHandlers, vcsRescanJob } from './vcs/module-jobs.js';
 import { vcsModuleViews } from './vcs/module-service.js';
 import { registerOAuthTokenDeletedHook } from './vcs/service.js';
-import { purgeVcsEventsJob, VCS_EVENTS_PURGE, vcsEventsPurgeJob } from './vcs/events.js';
 import { sweepWebSessions, WEB_SWEEP, webSweepJob } from './web/sweep.js';
+import { vcsEventsRetention } from './vcs/events.js';
 
 /**
  * Where the domains meet, at start-up: how domains take part in each other's work, registered
@@ -38,6 +38,8 @@ export function registerDomainHooks(): void {
   registerSealedBlobColumn({ table: 'configuration_versions', idColumn: 'id', column: 'blob_key' });
   registerSealedBlobColumn({ table: 'runs', idColumn: 'id', column: 'plan_json_blob_key' });
   registerRetentionParticipant(runRetentionParticipant);
+  // VCS events are kept 10 days whatever the policy: purged at the start of every sweep.
+  registerFixedRetention(vcsEventsRetention);
   // VCS connections: the personal access tokens, SSH keys and OAuth-app secrets.
   registerSealedColumn({ table: 'oauth_tokens', idColumn: 'id', column: 'token_sealed' });
   registerSealedColumn({ table: 'oauth_tokens', idColumn: 'id', column: 'ssh_key_sealed' });
@@ -52,11 +54,10 @@ export function registerDomainHooks(): void {
 
 /** Every job kind this build knows, by domain. A runner claims only kinds listed here. */
 export function jobHandlers(): Record<string, JobHandler | JobKind> {
-  return { ...stateJobHandlers, ...registryJobHandlers, ...deliveryJobHandlers, [RETENTION_SWEEP]: sweepRetention, [ENCRYPTION_UPKEEP]: runEncryptionUpkeep, [VCS_EVENTS_PURGE]: purgeVcsEventsJob, [WEB_SWEEP]: sweepWebSessions, ...vcsModuleJobHandlers };
+  return { ...stateJobHandlers, ...registryJobHandlers, ...deliveryJobHandlers, [RETENTION_SWEEP]: sweepRetention, [ENCRYPTION_UPKEEP]: runEncryptionUpkeep, [WEB_SWEEP]: sweepWebSessions, ...vcsModuleJobHandlers };
 }
 
 /** The kinds that repeat, each one row that is rescheduled after every run. */
 export function recurringJobs(config: Config): RecurringJob[] {
-  // VCS events are kept 10 days whatever the data retention policy says; purged on the sweep's cadence.
-  return [retentionSweepJob(config.retentionSweepIntervalSeconds * 1000), webSweepJob(config.webSweepIntervalSeconds * 1000), ...registryRecurringJobs(config), vcsEventsPurgeJob(config.retentionSweepIntervalSeconds * 1000), vcsRescanJob(config.vcsRescanIntervalSeconds * 1000)];
+  return [retentionSweepJob(config.retentionSweepIntervalSeconds * 1000), webSweepJob(config.webSweepIntervalSeconds * 1000), ...registryRecurringJobs(config), vcsRescanJob(config.vcsRescanIntervalSeconds * 1000)];
 }

@@ -47,6 +47,22 @@ export function registerRetentionParticipant(p: RetentionParticipant): void {
   participants.set(p.name, p);
 }
 
+/**
+ * Data kept for a fixed time whatever an organization's policy says (VCS events: 10 days). Each
+ * sweep attempt calls purge first; it deletes in its own small transactions and must be safe to
+ * repeat. A failure is logged and left to the next sweep: it never holds up the policy's work.
+ */
+export interface FixedRetention {
+  name: string;
+  purge(deps: Deps): Promise<void>;
+}
+
+const fixedRetentions = new Map<string, FixedRetention>();
+
+export function registerFixedRetention(f: FixedRetention): void {
+  fixedRetentions.set(f.name, f);
+}
+
 /** What the sweep's job row carries between attempts: the run in progress, if any. */
 interface SweepPayload {
   run: RunProgress | null;
@@ -91,6 +107,13 @@ function addCounts(into: Record<string, number>, from: Record<string, number>): 
 export const sweepRetention: JobHandler = async (deps, payload, job) => {
   // Blobs of batches whose rows went but whose blob deletes did not finish (a crash, a failure).
   await drainBlobDeletions(deps);
+  for (const f of fixedRetentions.values()) {
+    try {
+      await f.purge(deps);
+    } catch (err) {
+      deps.logger.error({ err: (err as Error).message, what: f.name }, 'fixed retention purge failed; the next sweep retries');
+    }
+  }
   const run: RunProgress = (payload as SweepPayload | null)?.run ?? {
     startedAt: rfc3339(deps.clock.now()),
     after: null,

@@ -2,7 +2,7 @@ import { rfc3339 } from '../clock.js';
 import type { Deps } from '../deps.js';
 import { ApiError, quoteValue, truncate } from '../http/errors.js';
 import { newId } from '../ids.js';
-import type { JobHandler, RecurringJob } from '../jobs/runner.js';
+import type { FixedRetention } from '../organizations/retention-sweep.js';
 import { insertVcsEvent, purgeVcsEvents, type VcsEventFilter } from './store.js';
 
 /** Messages are stored and shown as given, cut to this many characters. */
@@ -97,21 +97,20 @@ export function eventFilter(now: Date, organizationId: string, q: EventQuery): V
   };
 }
 
-/** The recurring job that removes events past the 10 days they are kept. */
-export const VCS_EVENTS_PURGE = 'vcs.events.purge';
-
-export function vcsEventsPurgeJob(everyMs: number): RecurringJob {
-  return { kind: VCS_EVENTS_PURGE, everyMs, payload: null };
-}
-
-/** Deletes events older than 10 days, in batches, until none are left. */
-export const purgeVcsEventsJob: JobHandler = async (deps) => {
-  const cutoff = rfc3339(deps.clock.now().getTime() - VCS_EVENT_RETENTION_MS);
-  let removed = 0;
-  for (;;) {
-    const n = await purgeVcsEvents(deps.db, cutoff, deps.config.retentionBatchSize);
-    removed += n;
-    if (n < deps.config.retentionBatchSize) break;
-  }
-  if (removed > 0) deps.logger.info({ removed, createdBefore: cutoff }, 'VCS events older than 10 days removed');
+/**
+ * Removes events past the 10 days they are kept, in batches, until none are left. Runs at the
+ * start of every data retention sweep (a recurring, leased job), whatever the policies say.
+ */
+export const vcsEventsRetention: FixedRetention = {
+  name: 'vcs-events',
+  async purge(deps) {
+    const cutoff = rfc3339(deps.clock.now().getTime() - VCS_EVENT_RETENTION_MS);
+    let removed = 0;
+    for (;;) {
+      const n = await purgeVcsEvents(deps.db, cutoff, deps.config.retentionBatchSize);
+      removed += n;
+      if (n < deps.config.retentionBatchSize) break;
+    }
+    if (removed > 0) deps.logger.info({ removed, createdBefore: cutoff }, 'VCS events older than 10 days removed');
+  },
 };
