@@ -11,6 +11,8 @@ RUN npm run build && npm prune --omit=dev
 
 # Runtime stage: no compilers, a non-root user, data in a volume.
 FROM node:24-bookworm-slim
+# git reads VCS-backed modules' repositories (ls-remote, a shallow fetch, archive).
+RUN apt-get update && apt-get install -y --no-install-recommends git ca-certificates && rm -rf /var/lib/apt/lists/*
 ENV NODE_ENV=production HOST=0.0.0.0 PORT=8080 TERRACE_DATA_DIR=/data
 WORKDIR /app
 COPY --from=build /app/node_modules ./node_modules

@@ -11,6 +11,7 @@ import * as m0010 from './0010_runs_and_tasks.js';
 import * as m0011 from './0011_web_sessions.js';
 import * as m0012 from './0012_vcs.js';
 import * as m0013 from './0013_registry_ingest.js';
+import * as m0014 from './0014_vcs_modules.js';
 import * as m0015 from './0015_sso_memberships.js';
 import * as m0016 from './0016_job_claims.js';
 
@@ -28,6 +29,7 @@ export const migrations: Record<string, Migration> = {
   '0011_web_sessions': m0011,
   '0012_vcs': m0012,
   '0013_registry_ingest': m0013,
+  '0014_vcs_modules': m0014,
   '0015_sso_memberships': m0015,
   '0016_job_claims': m0016,
 };

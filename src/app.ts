@@ -27,6 +27,7 @@ import { discoveryRoutes } from './registry/discovery.js';
 import { protocolRoutes } from './registry/protocol.js';
 import { isStateVersionCreate, stateFileRoutes, stateRoutes } from './state/routes.js';
 import { teamRoutes } from './teams/routes.js';
+import { vcsModuleRoutes, vcsWebhookRoutes } from './vcs/module-routes.js';
 import { webRoutes } from './web/routes.js';
 import { workspaceRoutes } from './workspaces/routes.js';
 import { workspaceTagRoutes } from './workspaces/tags-routes.js';
@@ -97,6 +98,8 @@ export function createApp(deps: Deps): Hono<AppEnv> {
   app.route('/api/v2', organizationRelatedRoutes(deps));
   app.route('/api/v2', membershipRoutes(deps));
   app.route('/api/v2', teamRoutes(deps));
+  // Before the registry's: they take the calls on VCS-backed modules and pass the rest on.
+  app.route('/api/v2', vcsModuleRoutes(deps));
   app.route('/api/v2', registryApiRoutes(deps));
   app.route('/api/v2', workspaceRoutes(deps));
   app.route('/api/v2', workspaceTagRoutes(deps));
@@ -109,6 +112,7 @@ export function createApp(deps: Deps): Hono<AppEnv> {
   app.route('/', protocolRoutes(deps));
   app.route('/', archiveRoutes(deps));
   app.route('/', uploadRoutes(deps));
+  app.route('/', vcsWebhookRoutes(deps));
   app.route('/', stateFileRoutes(deps));
   app.route('/', configurationUploadRoutes(deps));
   app.route('/', webRoutes(deps));

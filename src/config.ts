@@ -104,6 +104,12 @@ export interface Config {
   runTaskRequestTimeoutMs: number;
   /** Time limit of one call to a VCS provider's REST API (GitHub, GitLab), in ms. */
   vcsRequestTimeoutMs: number;
+  /** Bound on every git call (listing tags, fetching a commit, archiving it). */
+  gitTimeoutMs: number;
+  /** Most bytes one shallow fetch may download into its temporary repository. */
+  gitMaxFetchBytes: number;
+  /** How often every tag-based VCS module's repository is rescanned for tags webhooks missed. */
+  vcsRescanIntervalSeconds: number;
   /** How long a web UI session lasts from sign-in, in seconds (server-side expiry). */
   sessionTtlSeconds: number;
   /** How often expired web sessions and OAuth authorization codes are swept away. */
@@ -387,6 +393,9 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): Config 
     runTaskRequestTimeoutMs: int(env, 'TERRACE_RUN_TASK_REQUEST_TIMEOUT_MS', 10_000, 100, 120_000),
     edition: oneOf(env, 'TERRACE_EDITION', 'standard', ['free', 'standard', 'premium'] as const),
     vcsRequestTimeoutMs: int(env, 'TERRACE_VCS_REQUEST_TIMEOUT_MS', 10_000, 100, 120_000),
+    gitTimeoutMs: int(env, 'TERRACE_GIT_TIMEOUT_MS', 120_000, 1_000, 3_600_000),
+    gitMaxFetchBytes: int(env, 'TERRACE_GIT_MAX_FETCH_BYTES', 1024 * MiB, 1024 * 1024, 64 * 1024 * MiB),
+    vcsRescanIntervalSeconds: int(env, 'TERRACE_VCS_RESCAN_SECONDS', 600, 1, 7 * 24 * 3600),
     sessionTtlSeconds: int(env, 'TERRACE_SESSION_TTL', 8 * 3600, 300, 30 * 24 * 3600),
     webSweepIntervalSeconds: int(env, 'TERRACE_WEB_SWEEP_INTERVAL', 3600, 60, 7 * 24 * 3600),
     publicUrlConfigured: str(env, 'TERRACE_PUBLIC_URL') !== undefined,

@@ -11,6 +11,10 @@ import { runRetentionParticipant } from './runs/retention.js';
 import { createOwnersTeam } from './teams/service.js';
 import { registerSealedBlobColumn, registerSealedColumn } from './encryption/registry.js';
 import { ENCRYPTION_UPKEEP, runEncryptionUpkeep } from './encryption/upkeep.js';
+import { registerModuleDeleteHook, registerModuleViewReader } from './registry/hooks.js';
+import { onModulesDeleted, onOAuthTokenDeleted, vcsModuleJobHandlers, vcsRescanJob } from './vcs/module-jobs.js';
+import { vcsModuleViews } from './vcs/module-service.js';
+import { registerOAuthTokenDeletedHook } from './vcs/service.js';
 import { sweepWebSessions, WEB_SWEEP, webSweepJob } from './web/sweep.js';
 import { vcsEventsRetention } from './vcs/events.js';
 
@@ -40,14 +44,20 @@ export function registerDomainHooks(): void {
   registerSealedColumn({ table: 'oauth_tokens', idColumn: 'id', column: 'token_sealed' });
   registerSealedColumn({ table: 'oauth_tokens', idColumn: 'id', column: 'ssh_key_sealed' });
   registerSealedColumn({ table: 'oauth_clients', idColumn: 'id', column: 'secret_sealed' });
+  // VCS-backed modules: the registry renders their connection and tells them of deletions; a
+  // deleted OAuth token stops their publishing. Each module's webhook secret is sealed.
+  registerModuleViewReader(vcsModuleViews);
+  registerModuleDeleteHook(onModulesDeleted);
+  registerOAuthTokenDeletedHook(onOAuthTokenDeleted);
+  registerSealedColumn({ table: 'vcs_modules', idColumn: 'module_id', column: 'webhook_secret_sealed' });
 }
 
 /** Every job kind this build knows, by domain. A runner claims only kinds listed here. */
 export function jobHandlers(): Record<string, JobHandler | JobKind> {
-  return { ...stateJobHandlers, ...registryJobHandlers, ...deliveryJobHandlers, [RETENTION_SWEEP]: sweepRetention, [ENCRYPTION_UPKEEP]: runEncryptionUpkeep, [WEB_SWEEP]: sweepWebSessions };
+  return { ...stateJobHandlers, ...registryJobHandlers, ...deliveryJobHandlers, [RETENTION_SWEEP]: sweepRetention, [ENCRYPTION_UPKEEP]: runEncryptionUpkeep, [WEB_SWEEP]: sweepWebSessions, ...vcsModuleJobHandlers };
 }
 
 /** The kinds that repeat, each one row that is rescheduled after every run. */
 export function recurringJobs(config: Config): RecurringJob[] {
-  return [retentionSweepJob(config.retentionSweepIntervalSeconds * 1000), webSweepJob(config.webSweepIntervalSeconds * 1000), ...registryRecurringJobs(config)];
+  return [retentionSweepJob(config.retentionSweepIntervalSeconds * 1000), webSweepJob(config.webSweepIntervalSeconds * 1000), ...registryRecurringJobs(config), vcsRescanJob(config.vcsRescanIntervalSeconds * 1000)];
 }

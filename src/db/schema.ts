@@ -109,10 +109,10 @@ export interface RegistryModulesTable {
 
 /**
  * pending: waiting for its archive; uploading: an upload URL is receiving it; cloning: a VCS
- * publisher is producing it; ingesting: its bytes are stored and the registry.ingest job is
+ * publisher is producing it; clone_failed: the publisher could not fetch it (error says why); ingesting: its bytes are stored and the registry.ingest job is
  * queued or running; ok: servable; errored: refused (error says why).
  */
-export type ModuleVersionStatus = 'pending' | 'uploading' | 'cloning' | 'ingesting' | 'ok' | 'errored';
+export type ModuleVersionStatus = 'pending' | 'uploading' | 'cloning' | 'clone_failed' | 'ingesting' | 'ok' | 'errored';
 
 export interface RegistryModuleVersionsTable {
   id: string;
@@ -136,6 +136,40 @@ export interface RegistryModuleVersionsTable {
   warnings: string;
   /** While uploading: until when the receiving request holds the upload (it renews the lease). */
   upload_lease_until: string | null;
+}
+
+export type VcsModuleStatus = 'pending' | 'no_version_tags' | 'setup_failed' | 'setup_complete';
+
+/** A registry module published from a VCS repository (src/vcs/module-store.ts). */
+export interface VcsModulesTable {
+  module_id: string;
+  organization_id: string;
+  oauth_token_id: string | null;
+  oauth_client_id: string | null;
+  identifier: string;
+  display_identifier: string;
+  /** '' for tag-based publishing. */
+  branch: string;
+  tag_prefix: string | null;
+  source_directory: string | null;
+  ingress_submodules: number;
+  service_provider: string;
+  repository_http_url: string;
+  webhook_uuid: string;
+  /** Sealed with the server key. */
+  webhook_secret_sealed: string;
+  webhook_hook_id: string | null;
+  webhook_error: string | null;
+  status: VcsModuleStatus;
+  status_error: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface VcsWebhookDeliveriesTable {
+  module_id: string;
+  delivery_id: string;
+  received_at: string;
 }
 
 export interface RegistryModuleDownloadsTable {
@@ -488,6 +522,8 @@ export interface Database {
   task_result_outcomes: TaskResultOutcomesTable;
   web_sessions: WebSessionsTable;
   oauth_codes: OauthCodesTable;
+  vcs_modules: VcsModulesTable;
+  vcs_webhook_deliveries: VcsWebhookDeliveriesTable;
   oauth_clients: OauthClientsTable;
   oauth_client_projects: OauthClientProjectsTable;
   oauth_tokens: OauthTokensTable;

@@ -9,6 +9,8 @@ import { jsonApi } from '../http/jsonapi.js';
 import { pageLinksAndMeta, parsePage } from '../http/pagination.js';
 import { queryParams } from '../http/query.js';
 import { canonicalPublishVersion } from './names.js';
+import { modulePublisherViews } from './hooks.js';
+import { renderModule } from './render.js';
 import { serializeModuleVersion, serializeRegistryModule, versionStatusName } from './serialize.js';
 import {
   createModule,
@@ -23,9 +25,8 @@ import {
   memberOrganization,
   receiveUpload,
   updateModule,
-  vcsUnsupported,
 } from './service.js';
-import { getVersion, listModules, listVersions } from './store.js';
+import { getVersion, listModules, listVersions, type ModuleWithOrg } from './store.js';
 
 const createModuleSchema = z.object({
   name: z.string().min(1, 'is required'),
@@ -51,13 +52,14 @@ const createVersionSchema = z.object({
 export function registryApiRoutes(deps: Deps): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
   const PRIVATE = '/organizations/:org/registry-modules/private/:namespace/:name';
+  const render = (m: ModuleWithOrg, canManage: boolean) => renderModule(deps, m, canManage);
 
   app.post('/organizations/:org/registry-modules', async (c) => {
     const p = requirePrincipal(c);
     const org = await manageableOrganization(deps, p, c.req.param('org'));
     const { attributes: a } = await readResource(c, 'registry-modules', createModuleSchema);
     const m = await createModule(deps, p, org, a);
-    return jsonApi(c, { data: serializeRegistryModule(m, [], true) }, 201);
+    return jsonApi(c, { data: await render(m, true) }, 201);
   });
 
   app.get('/organizations/:org/registry-modules', async (c) => {
@@ -75,7 +77,8 @@ export function registryApiRoutes(deps: Deps): Hono<AppEnv> {
     const registryName = q.get('filter[registry_name]');
     const { rows } = registryName && registryName !== 'private' ? { rows: [] } : await listModules(deps.db, filter);
     const total = registryName && registryName !== 'private' ? 0 : await countMatching(filter);
-    const data = await Promise.all(rows.map(async (m) => serializeRegistryModule(m, await listVersions(deps.db, m.id), access.permissions['manage-modules'])));
+    const views = await modulePublisherViews(deps, rows.map((m) => m.id));
+    const data = await Promise.all(rows.map(async (m) => serializeRegistryModule(m, await listVersions(deps.db, m.id), access.permissions['manage-modules'], views.get(m.id))));
     return jsonApi(c, { data, ...pageLinksAndMeta(c, deps.config.publicUrl, page, total) });
   });
 
@@ -102,7 +105,7 @@ export function registryApiRoutes(deps: Deps): Hono<AppEnv> {
   const showModule = async (c: Context<AppEnv>) => {
     const { org, namespace, name, provider } = coordinates(c);
     const { module: m, access } = await memberModule(deps, requirePrincipal(c), org, namespace, name, provider);
-    return jsonApi(c, { data: serializeRegistryModule(m, await listVersions(deps.db, m.id), access.permissions['manage-modules']) });
+    return jsonApi(c, { data: await render(m, access.permissions['manage-modules']) });
   };
 
   const deleteNamed = async (c: Context<AppEnv>) => {
@@ -149,7 +152,7 @@ export function registryApiRoutes(deps: Deps): Hono<AppEnv> {
 
   app.get('/registry-modules/:id', async (c) => {
     const { module: m, access } = await memberModuleById(deps, requirePrincipal(c), c.req.param('id'));
-    return jsonApi(c, { data: serializeRegistryModule(m, await listVersions(deps.db, m.id), access.permissions['manage-modules']) });
+    return jsonApi(c, { data: await render(m, access.permissions['manage-modules']) });
   });
 
   app.get(`${PRIVATE}/:provider`, showModule);
@@ -163,18 +166,10 @@ export function registryApiRoutes(deps: Deps): Hono<AppEnv> {
     const { module } = await manageableModule(deps, p, org, namespace, name, provider);
     const { attributes: a } = await readResource(c, 'registry-modules', updateModuleSchema);
     const m = await updateModule(deps, p, module, { noCode: a['no-code'], testsEnabled: a['test-config']?.['tests-enabled'], vcsRepo: a['vcs-repo'] !== undefined });
-    return jsonApi(c, { data: serializeRegistryModule(m, await listVersions(deps.db, m.id), true) });
+    return jsonApi(c, { data: await render(m, true) });
   });
 
-  // VCS-backed modules (issue 10): the caller learns, after authorization, what to do instead.
-  app.post('/registry-modules', (c) => {
-    requirePrincipal(c);
-    throw vcsUnsupported();
-  });
-  app.post('/organizations/:org/registry-modules/vcs', async (c) => {
-    await manageableOrganization(deps, requirePrincipal(c), c.req.param('org'));
-    throw vcsUnsupported();
-  });
+  // VCS-backed modules are created, updated and versioned by src/vcs/module-routes.ts, mounted first.
   app.get(`${PRIVATE}/:provider/commits`, async (c) => {
     const { org, namespace, name, provider } = coordinates(c);
     await memberModule(deps, requirePrincipal(c), org, namespace, name, provider);

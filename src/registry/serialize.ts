@@ -1,4 +1,5 @@
 import type { ResourceObject } from '../http/jsonapi.js';
+import type { ModulePublisherView } from './hooks.js';
 import { parseContents, type ModuleWithOrg, type VersionRow } from './store.js';
 
 function parseWarnings(v: VersionRow): string[] {
@@ -59,8 +60,8 @@ export function protocolModuleDetail(
 
 const moduleLink = (m: ModuleWithOrg) => `/api/v2/organizations/${encodeURIComponent(m.namespace)}/registry-modules/private/${encodeURIComponent(m.namespace)}/${encodeURIComponent(m.name)}/${m.provider}`;
 
-/** HCP's registry-modules resource, as go-tfe decodes it. */
-export function serializeRegistryModule(m: ModuleWithOrg, versions: VersionRow[], canManage: boolean): ResourceObject {
+/** HCP's registry-modules resource, as go-tfe decodes it; view is what a VCS publisher adds. */
+export function serializeRegistryModule(m: ModuleWithOrg, versions: VersionRow[], canManage: boolean, view?: ModulePublisherView): ResourceObject {
   const hasOk = versions.some((v) => v.status === 'ok');
   return {
     id: m.id,
@@ -70,15 +71,15 @@ export function serializeRegistryModule(m: ModuleWithOrg, versions: VersionRow[]
       namespace: m.namespace,
       provider: m.provider,
       'registry-name': 'private',
-      status: hasOk ? 'setup_complete' : 'pending',
-      'version-statuses': versions.map((v) => ({ version: v.version, status: versionStatusName(v.status), error: v.error ?? '' })),
+      status: view?.status ?? (hasOk ? 'setup_complete' : 'pending'),
+      'version-statuses': versions.map((v) => ({ version: v.version, status: view && v.status === 'errored' ? 'reg_ingress_failed' : versionStatusName(v.status), error: v.error ?? '' })),
       'created-at': m.created_at,
       'updated-at': m.updated_at,
-      'publishing-mechanism': 'api',
+      'publishing-mechanism': view?.publishingMechanism ?? 'non_vcs',
       'no-code': false,
       'test-config': null,
-      'vcs-repo': null,
-      permissions: { 'can-delete': canManage, 'can-resync': false, 'can-retry': false },
+      'vcs-repo': view?.vcsRepo ?? null,
+      permissions: { 'can-delete': canManage, 'can-resync': canManage && (view?.canResync ?? false), 'can-retry': canManage && (view?.canRetry ?? false) },
     },
     relationships: {
       organization: { data: { type: 'organizations', id: m.namespace } },

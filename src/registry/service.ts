@@ -1,7 +1,7 @@
 import type { Readable } from 'node:stream';
 import { BlobTooLargeError } from '../blobs/types.js';
 import { rfc3339 } from '../clock.js';
-import { inTransaction, isUniqueViolation } from '../db/index.js';
+import { inTransaction, isUniqueViolation, type Tx } from '../db/index.js';
 import { claimUpload, consumeUpload, releaseUpload } from '../db/upload-claims.js';
 import type { Deps } from '../deps.js';
 import { authorize } from '../http/authorized.js';
@@ -14,6 +14,7 @@ import { newId } from '../ids.js';
 import { orgAccess, type OrgAccess, type OrganizationRow } from '../organizations/access.js';
 import { getOrganizationByName } from '../organizations/store.js';
 import { canManageModules } from './access.js';
+import { runModuleDeleteHooks } from './hooks.js';
 import { enqueueIngestion, freshArchiveKey, runIngestionJobNow, waitForIngestion } from './ingest.js';
 import { canonicalPublishVersion, MODULE_NAME_RE, PROVIDER_RE } from './names.js';
 import { deleteModuleRows, deleteVersionRow, findModule, findModuleById, findModulesByName, getVersion, insertModule, insertVersion, type ModuleRow, type ModuleWithOrg, refreshModuleCache, renewUploadLease, versionByUploadToken, type VersionRow } from './store.js';
@@ -83,6 +84,8 @@ export async function createModule(
   p: Principal,
   org: OrganizationRow,
   input: { name: string; provider: string; description?: string },
+  /** Runs in the transaction that inserts the module (a VCS publisher records its connection). */
+  within?: (tx: Tx, module: ModuleWithOrg) => Promise<void>,
 ): Promise<ModuleWithOrg> {
   await requireManageModules(deps, p, org.id);
   if (!MODULE_NAME_RE.test(input.name)) {
@@ -111,7 +114,10 @@ export async function createModule(
     updated_at: now,
   };
   try {
-    await insertModule(deps.db, row);
+    await inTransaction(deps.db, async (tx) => {
+      await insertModule(tx, row);
+      await within?.(tx, { ...row, namespace: org.name });
+    });
   } catch (err) {
     if (isUniqueViolation(err)) {
       throw unprocessable(`module ${org.name}/${input.name}/${input.provider} already exists`, '/data/attributes/name');
@@ -122,10 +128,10 @@ export async function createModule(
   return { ...row, namespace: org.name };
 }
 
-/** VCS-backed modules come with issue 10; until then every VCS-dependent call says what to do instead. */
+/** A module published through the API stays so: a VCS-backed module is created as one. */
 export const vcsUnsupported = (pointer?: string) =>
   unprocessable(
-    'Terrace does not connect modules to VCS repositories yet: create the module without "vcs-repo" and publish versions through the API (POST .../versions, then PUT the archive to links.upload)',
+    'this module is published through the API, so it cannot be connected to a VCS repository: create a VCS-backed module with POST /api/v2/organizations/:org/registry-modules/vcs instead',
     pointer,
   );
 
@@ -334,7 +340,10 @@ export async function deleteVersion(deps: Deps, p: Principal, module: ModuleWith
 
 export async function deleteModules(deps: Deps, p: Principal, modules: ModuleWithOrg[]): Promise<void> {
   for (const organizationId of new Set(modules.map((m) => m.organization_id))) await requireManageModules(deps, p, organizationId);
-  await deleteRowsThenBlobs(deps, (tx) => deleteModuleRows(tx, modules.map((m) => m.id)));
+  await deleteRowsThenBlobs(deps, async (tx) => {
+    await runModuleDeleteHooks(tx, deps, modules.map((m) => m.id));
+    return deleteModuleRows(tx, modules.map((m) => m.id));
+  });
   for (const m of modules) deps.logger.info({ actor: principalLabel(p), module: m.id }, 'registry module deleted');
 }
 

@@ -141,7 +141,7 @@ describe('Create, then CreateVersion at registry-modules/:organization/:name/:pr
     for (const [attrs, pointer, words] of [
       [{ 'no-code': true }, '/data/attributes/no-code', 'no-code provisioning'],
       [{ 'test-config': { 'tests-enabled': true } }, '/data/attributes/test-config/tests-enabled', 'module tests'],
-      [{ 'vcs-repo': { branch: 'main' } }, '/data/attributes/vcs-repo', 'VCS repositories'],
+      [{ 'vcs-repo': { branch: 'main' } }, '/data/attributes/vcs-repo', 'VCS repository'],
       [{ 'no-code': 'yes' }, '/data/attributes/no-code', 'no-code'],
     ] as const) {
       const r = await call('PATCH', p, { data: { type: 'registry-modules', attributes: attrs } });
@@ -156,7 +156,7 @@ describe('Create, then CreateVersion at registry-modules/:organization/:name/:pr
   });
 });
 
-describe('VCS-dependent calls answer 422 until VCS-backed modules land', () => {
+describe('VCS calls with a token that is not the organization\'s, or on a module without VCS, answer 422', () => {
   const vcsBody = { data: { type: 'registry-modules', attributes: { 'vcs-repo': { identifier: 'acme/terraform-aws-vpc', 'oauth-token-id': 'ot-x', 'display-identifier': 'acme/terraform-aws-vpc' } } } };
 
   it.each([
@@ -167,7 +167,7 @@ describe('VCS-dependent calls answer 422 until VCS-backed modules land', () => {
     const before = await state();
     const r = await call(method, p, body);
     expect(r.status).toBe(422);
-    expect(r.json.errors[0].detail).toMatch(/VCS repositor/);
+    expect(r.json.errors[0].detail).toMatch(/VCS repositor|is not an OAuth token/);
     expect(await state()).toBe(before);
   });
 

@@ -35,11 +35,12 @@ interface LogLine {
 
 /** Starts a server (jobs driven by hand) on dir with clock, its info logs collected in lines. */
 /**
- * The server's runner, less the registry's recurring repairs (registry.*): they come due too as
- * these tests move the clock by hours, and the counts here are about retention.
+ * The server's runner, less the registry's recurring repairs (registry.*) and VCS work (vcs.*,
+ * the periodic tag rescan among it): they come due too as these tests move the clock by hours,
+ * and the counts here are about retention.
  */
 function runDue(t: TestServer): Promise<number> {
-  const registry = (kind: string) => kind.startsWith('registry.');
+  const registry = (kind: string) => kind.startsWith('registry.') || kind.startsWith('vcs.');
   const handlers = Object.fromEntries(Object.entries(jobHandlers()).filter(([kind]) => !registry(kind)));
   const recurring = recurringJobs(t.running.deps.config).filter((r) => !registry(r.kind));
   return new JobRunner(t.running.deps, handlers, { recurring, leaseMs: t.running.deps.config.jobLeaseSeconds * 1000 }).runDue();

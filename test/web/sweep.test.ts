@@ -14,8 +14,8 @@ let t: TestServer;
 let alice: { id: string; username: string; token: string };
 
 beforeAll(async () => {
-  // The registry's upkeep is another recurring job: kept out of the window this test counts runs in.
-  t = await startTestServer({ TERRACE_JOBS: 'false', TERRACE_SESSION_TTL: '300', TERRACE_WEB_SWEEP_INTERVAL: '60', TERRACE_REGISTRY_UPKEEP_INTERVAL: '86400' }, { clock });
+  // The registry's upkeep and the VCS tag rescan are other recurring jobs: kept out of the window this test counts runs in.
+  t = await startTestServer({ TERRACE_JOBS: 'false', TERRACE_SESSION_TTL: '300', TERRACE_WEB_SWEEP_INTERVAL: '60', TERRACE_REGISTRY_UPKEEP_INTERVAL: '86400', TERRACE_VCS_RESCAN_SECONDS: '86400' }, { clock });
   alice = await createUserWithToken(t, 'alice');
 });
 afterAll(() => t.close());
