@@ -5,6 +5,7 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { serve, type ServerType } from '@hono/node-server';
 import { createApp } from './app.js';
+import { registryUpkeep } from './registry/ingest.js';
 import { createBlobStore, FsBlobStore } from './blobs/index.js';
 import { SealedBlobStore } from './blobs/sealed.js';
 import { dataKeyStore } from './encryption/store.js';
@@ -19,7 +20,6 @@ import { ensureAdminToken } from './identity/bootstrap.js';
 import { jobHandlers, recurringJobs, registerDomainHooks } from './domains.js';
 import { enqueueOnce, JobRunner } from './jobs/runner.js';
 import { createLogger, type Logger } from './logger.js';
-import { recoverRegistry } from './registry/recovery.js';
 import { Secrets } from './secrets.js';
 
 export interface RunningServer {
@@ -68,7 +68,9 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   const deps: Deps = { config: { ...config }, store, db: store.db, blobs, clock, logger, secrets };
   const generatedAdminToken = await ensureAdminToken(deps);
   if (stored instanceof FsBlobStore) await stored.sweepTemp(0);
-  await recoverRegistry(deps);
+  // Start-up repair of a process killed mid-publish: the registry upkeep once before serving (it
+  // also runs as leased recurring jobs, so a crash is repaired without a restart too).
+  await registryUpkeep(deps);
   registerDomainHooks();
   const jobs = new JobRunner(deps, jobHandlers(), { recurring: recurringJobs(config), leaseMs: config.jobLeaseSeconds * 1000 });
   await jobs.ensureRecurring();
