@@ -14,6 +14,7 @@ import * as m0013 from './0013_registry_ingest.js';
 import * as m0014 from './0014_vcs_modules.js';
 import * as m0015 from './0015_sso_memberships.js';
 import * as m0016 from './0016_job_claims.js';
+import * as m0017 from './0017_cache_generations.js';
 
 /** Forward-only, applied in key order at start. Never edit a migration that has shipped: add one. */
 export const migrations: Record<string, Migration> = {
@@ -32,4 +33,5 @@ export const migrations: Record<string, Migration> = {
   '0014_vcs_modules': m0014,
   '0015_sso_memberships': m0015,
   '0016_job_claims': m0016,
+  '0017_cache_generations': m0017,
 };

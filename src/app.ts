@@ -71,6 +71,11 @@ export function createApp(deps: Deps): Hono<AppEnv> {
     );
   });
 
+  // A write is seen by this instance's caches before its response goes out (db/generations.ts).
+  app.use('*', async (c, next) => {
+    await next();
+    if (c.req.method !== 'GET' && c.req.method !== 'HEAD') await deps.generations.sync();
+  });
   app.use('/api/*', async (c, next) => {
     await next();
     for (const [k, v] of Object.entries(TFE_HEADERS)) c.header(k, v);

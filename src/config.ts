@@ -92,6 +92,10 @@ export interface Config {
   retentionBatchSize: number;
   /** How long a job's claim holds before another runner may take over from a crashed holder. */
   jobLeaseSeconds: number;
+  /** How often this instance reads the cache generations other instances bump: the bound on how stale its caches can be. */
+  cacheSyncMs: number;
+  /** Entries each in-memory cache (tokens, modules, search pages) holds at most; 0 turns the caches off. */
+  cacheMaxEntries: number;
   /** Run background jobs (state processing, upload expiry, retention sweeps) in this process. */
   jobsEnabled: boolean;
   /** Largest state file (and JSON state) accepted, decoded. */
@@ -386,6 +390,8 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): Config 
     retentionSweepIntervalSeconds: int(env, 'TERRACE_RETENTION_SWEEP_INTERVAL', 3600, 60, 7 * 24 * 3600),
     retentionBatchSize: int(env, 'TERRACE_RETENTION_BATCH_SIZE', 100, 1, 10_000),
     jobsEnabled: bool(env, 'TERRACE_JOBS', true),
+    cacheSyncMs: int(env, 'TERRACE_CACHE_SYNC_MS', 1000, 50, 60_000),
+    cacheMaxEntries: int(env, 'TERRACE_CACHE_MAX_ENTRIES', 50_000, 0, 10_000_000),
     jobLeaseSeconds: int(env, 'TERRACE_JOB_LEASE_SECONDS', 60, 3, 3600),
     maxStateBytes: int(env, 'TERRACE_MAX_STATE_BYTES', 64 * MiB, 1024, 4096 * MiB),
     maxConfigurationVersionBytes: int(env, 'TERRACE_MAX_CONFIGURATION_VERSION_BYTES', 512 * MiB, 1024, 64 * 1024 * MiB),

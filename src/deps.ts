@@ -2,6 +2,7 @@ import type { BlobStore } from './blobs/types.js';
 import type { Clock } from './clock.js';
 import type { Config } from './config.js';
 import type { Db, Store } from './db/index.js';
+import type { Generations } from './db/generations.js';
 import type { Logger } from './logger.js';
 import type { Secrets } from './secrets.js';
 
@@ -14,4 +15,6 @@ export interface Deps {
   clock: Clock;
   logger: Logger;
   secrets: Secrets;
+  /** What in-memory caches are built from, kept in step with the store (db/generations.ts). */
+  generations: Generations;
 }

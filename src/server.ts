@@ -13,6 +13,7 @@ import { ENCRYPTION_UPKEEP, upkeepPending } from './encryption/upkeep.js';
 import { systemClock, type Clock } from './clock.js';
 import { ConfigError, type Config } from './config.js';
 import { openSqlite } from './db/index.js';
+import { Generations } from './db/generations.js';
 import { openPostgres } from './db/postgres.js';
 import type { Deps } from './deps.js';
 import { guardConnections } from './http/connection-guard.js';
@@ -65,7 +66,10 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   const clock = opts.clock ?? systemClock;
   const stored = createBlobStore({ driver: config.blobDriver, dataDir: config.dataDir, s3: config.s3 });
   const blobs = new SealedBlobStore(stored, secrets, dataKeyStore(store.db, clock));
-  const deps: Deps = { config: { ...config }, store, db: store.db, blobs, clock, logger, secrets };
+  const generations = new Generations(store.db, logger, config.cacheSyncMs);
+  await generations.sync();
+  generations.start();
+  const deps: Deps = { config: { ...config }, store, db: store.db, blobs, clock, logger, secrets, generations };
   const generatedAdminToken = await ensureAdminToken(deps);
   if (stored instanceof FsBlobStore) await stored.sweepTemp(0);
   // Start-up repair of a process killed mid-publish: the registry upkeep once before serving (it
@@ -126,6 +130,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       });
       unguard();
       await jobs.stop();
+      generations.stop();
       await store.close();
     })();
     return closing;

@@ -4,6 +4,7 @@ import SQLite from 'better-sqlite3';
 import { CompiledQuery, Kysely, Migrator, SqliteDialect, type Compilable, type Transaction } from 'kysely';
 import { migrations } from '../../migrations/index.js';
 import { isPostgres, type DialectName } from './dialect.js';
+import { syncAfterCommit } from './generations.js';
 import type { Database } from './schema.js';
 
 export type Db = Kysely<Database>;
@@ -101,6 +102,13 @@ const MAX_TRANSACTION_ATTEMPTS = 10;
  * the database; blobs go in place before, outbound calls after).
  */
 export async function inTransaction<T>(db: Db, fn: (tx: Tx) => Promise<T>): Promise<T> {
+  const result = await runTransaction(db, fn);
+  // What this instance caches reflects the commit before the caller goes on (db/generations.ts).
+  await syncAfterCommit(db);
+  return result;
+}
+
+async function runTransaction<T>(db: Db, fn: (tx: Tx) => Promise<T>): Promise<T> {
   if (!isPostgres(db)) return db.transaction().execute(fn);
   for (let attempt = 1; ; attempt++) {
     try {

@@ -88,6 +88,12 @@ export interface JobsTable {
   claim_token: Generated<string | null>;
 }
 
+/** Bumped by triggers (migration 0017) whenever what an in-memory cache holds changes; see db/generations.ts. */
+export interface CacheGenerationsTable {
+  name: string;
+  value: number | string;
+}
+
 /** Blobs whose rows are gone and whose deletion from the blob store is not yet confirmed. */
 export interface BlobDeletionsTable {
   key: string;
@@ -499,6 +505,7 @@ export interface Database {
   tokens: TokensTable;
   jobs: JobsTable;
   blob_deletions: BlobDeletionsTable;
+  cache_generations: CacheGenerationsTable;
   agent_pools: AgentPoolsTable;
   organization_module_producers: OrganizationModuleProducersTable;
   data_retention_policies: DataRetentionPoliciesTable;

@@ -1,6 +1,7 @@
 import type { Deps } from '../deps.js';
 import { rfc3339 } from '../clock.js';
-import { hashToken, sameHash, tokenExpired } from './tokens.js';
+import { GenerationCache, perServer } from '../db/generations.js';
+import { hashToken, sameHash } from './tokens.js';
 import { getToken, tokenWithOwner, touchToken, type UserRow } from './store.js';
 
 /** Who is calling: resolved once per request from the bearer token. */
@@ -22,14 +23,49 @@ export async function principalForTokenId(deps: Deps, tokenId: string): Promise<
   return token ? principalForHash(deps, token.token_hash) : null;
 }
 
+interface CachedPrincipal {
+  principal: Principal;
+  expiredAt: string | null;
+  /** When last_used_at was last written (ms since the epoch). */
+  lastUsed: number;
+}
+
+/**
+ * Resolved tokens by hash. A token's deletion or expiry change, and any change to its user, team
+ * or organization, moves the identity generation (db/generations.ts): at once on this instance,
+ * within TERRACE_CACHE_SYNC_MS on others. Expiry by the clock is checked on every use.
+ */
+const principalCache = perServer((deps: Deps) => new GenerationCache<string, CachedPrincipal>(deps.generations, 'identity', deps.config.cacheMaxEntries));
+
 async function principalForHash(deps: Deps, hash: string): Promise<Principal | null> {
-  const row = await tokenWithOwner(deps.db, hash);
+  const cache = principalCache(deps);
   const now = deps.clock.now();
-  if (!row || !sameHash(row.token_hash, hash) || tokenExpired(row, now)) return null;
-  // Touch last_used_at at most once a minute so hot read paths do not write on every request.
-  if (!row.last_used_at || now.getTime() - new Date(row.last_used_at).getTime() > LAST_USED_GRANULARITY_MS) {
-    await touchToken(deps.db, row.id, rfc3339(now));
+  let entry = cache.get(hash);
+  if (!entry) {
+    const generation = cache.generation();
+    const resolved = await lookupPrincipal(deps, hash);
+    if (!resolved) return null;
+    entry = resolved;
+    cache.set(hash, entry, generation);
   }
+  if (entry.expiredAt !== null && new Date(entry.expiredAt).getTime() <= now.getTime()) return null;
+  // Touch last_used_at at most once a minute so hot read paths do not write on every request.
+  if (now.getTime() - entry.lastUsed > LAST_USED_GRANULARITY_MS) {
+    entry.lastUsed = now.getTime();
+    await touchToken(deps.db, entry.principal.tokenId, rfc3339(now));
+  }
+  return entry.principal;
+}
+
+async function lookupPrincipal(deps: Deps, hash: string): Promise<CachedPrincipal | null> {
+  const row = await tokenWithOwner(deps.db, hash);
+  if (!row || !sameHash(row.token_hash, hash)) return null;
+  const lastUsed = row.last_used_at ? new Date(row.last_used_at).getTime() : 0;
+  // Shared by every request that presents the token: frozen, so no caller can change it for the others.
+  const cached = (principal: Principal): CachedPrincipal => {
+    if (principal.kind === 'user') Object.freeze(principal.user);
+    return { principal: Object.freeze(principal), expiredAt: row.expired_at, lastUsed };
+  };
   if (row.kind === 'user' && row.user_id) {
     const user: UserRow = {
       id: row.user_id,
@@ -41,13 +77,13 @@ async function principalForHash(deps: Deps, hash: string): Promise<Principal | n
       is_service_account: row.is_service_account!,
       created_at: row.user_created_at!,
     };
-    return { kind: 'user', tokenId: row.id, user };
+    return cached({ kind: 'user', tokenId: row.id, user });
   }
   if (row.kind === 'team' && row.team_id) {
-    return { kind: 'team', tokenId: row.id, teamId: row.team_id, organizationId: row.team_organization_id! };
+    return cached({ kind: 'team', tokenId: row.id, teamId: row.team_id, organizationId: row.team_organization_id! });
   }
   if (row.kind === 'organization' && row.organization_id) {
-    return { kind: 'organization', tokenId: row.id, organizationId: row.organization_id };
+    return cached({ kind: 'organization', tokenId: row.id, organizationId: row.organization_id });
   }
   return null;
 }

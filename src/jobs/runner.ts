@@ -308,6 +308,8 @@ export class JobRunner {
       }
       await handler(this.deps, payload, job);
       clearInterval(heartbeat);
+      // A job's writes (a publish from git, say) are seen by this instance's caches at once.
+      await this.deps.generations.sync();
       const recurring = this.recurringOf(job);
       const recorded = recurring
         ? await this.reschedule(job, recurring, null, true)

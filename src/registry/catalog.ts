@@ -1,8 +1,10 @@
 import type { Deps } from '../deps.js';
 import { notFound, unauthorized } from '../http/errors.js';
-import type { Principal } from '../identity/principal.js';
+import { GenerationCache, perServer } from '../db/generations.js';
+import { isSiteAdmin, type Principal } from '../identity/principal.js';
 import { consumableOrganizationIds } from '../organizations/access.js';
 import { canManageModules } from './access.js';
+import { cachedModule } from './cache.js';
 import { sortVersionsDesc } from './names.js';
 import {
   dailyDownloads,
@@ -28,8 +30,19 @@ import {
 export async function readableOrganizationIds(deps: Deps, p: Principal | null): Promise<string[] | 'all'> {
   if (deps.config.publicRead) return 'all';
   if (!p) throw unauthorized();
-  return consumableOrganizationIds(deps.db, p);
+  if (isSiteAdmin(p)) return 'all';
+  const key = p.kind === 'user' ? `user:${p.user.id}` : `organization:${p.organizationId}`;
+  const cache = readableCache(deps);
+  const hit = cache.get(key);
+  if (hit) return hit;
+  const generation = cache.generation();
+  const ids = await consumableOrganizationIds(deps.db, p);
+  if (ids !== 'all') cache.set(key, Object.freeze(ids) as string[], generation);
+  return ids;
 }
+
+/** Readable organizations by user (or by organization, for team and organization tokens): memberships move the identity generation. */
+const readableCache = perServer((deps: Deps) => new GenerationCache<string, string[]>(deps.generations, 'identity', deps.config.cacheMaxEntries));
 
 export interface ModuleFilter {
   namespace?: string;
@@ -61,7 +74,7 @@ export async function findModules(
 /** The module, if the caller may read it; 404 otherwise (its existence is not revealed). */
 export async function readableModule(deps: Deps, p: Principal | null, namespace: string, name: string, provider: string): Promise<ModuleWithOrg> {
   const orgs = await readableOrganizationIds(deps, p);
-  const module = await findModule(deps.db, namespace, name, provider);
+  const module = await cachedModule(deps, namespace, name, provider);
   if (!module || (orgs !== 'all' && !orgs.includes(module.organization_id))) throw notFound();
   return module;
 }

@@ -9,7 +9,8 @@ import { archiveUrlFor } from './archive-url.js';
 import { findModules, moduleDownloadSummary, publishedVersion, readableModule, readableOrganizationIds, type ModuleFilter } from './catalog.js';
 import { normalizeRequestedVersion } from './names.js';
 import { protocolModule, protocolModuleDetail } from './serialize.js';
-import { getVersionForDownload, recordDownload, type ModuleWithOrg } from './store.js';
+import { cachedDownloadVersion, versionsBody } from './cache.js';
+import { recordDownload, type ModuleWithOrg } from './store.js';
 
 const JSON_HEADERS = { 'Content-Type': 'application/json' };
 
@@ -63,9 +64,8 @@ export function protocolRoutes(deps: Deps): Hono<AppEnv> {
 
   const versions = async (c: Context<AppEnv>) => {
     const m = await readable(c);
-    // The versions array is rendered once per publish; only the envelope is built here.
-    const source = JSON.stringify(`${m.namespace}/${m.name}/${m.provider}`);
-    return c.body(`{"modules":[{"source":${source},"versions":${m.versions_json}}]}`, 200, JSON_HEADERS);
+    // The versions array is rendered once per publish, the whole document once per cached row.
+    return c.body(versionsBody(m), 200, JSON_HEADERS);
   };
 
   const downloadLatest = async (c: Context<AppEnv>) => {
@@ -85,7 +85,7 @@ export function protocolRoutes(deps: Deps): Hono<AppEnv> {
     const m = await readable(c);
     const raw = c.req.param('version')!;
     const version = normalizeRequestedVersion(raw);
-    const row = version ? await getVersionForDownload(deps.db, m.id, version) : undefined;
+    const row = version ? await cachedDownloadVersion(deps, m.id, version) : undefined;
     if (!row || row.status !== 'ok') throw notFound(`version ${raw} of ${m.namespace}/${m.name}/${m.provider} not found`);
     const url = await archiveUrlFor(deps, m, row);
     // HEAD (Hono answers it with the GET handler) asks about the download without making one.
