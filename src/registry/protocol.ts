@@ -1,4 +1,5 @@
 import { Hono, type Context } from 'hono';
+import { GenerationCache, perServer } from '../db/generations.js';
 import type { Deps } from '../deps.js';
 import type { AppEnv } from '../http/auth.js';
 import { badRequest, notFound } from '../http/errors.js';
@@ -13,6 +14,14 @@ import { cachedDownloadVersion, versionsBody } from './cache.js';
 import { recordDownload, type ModuleWithOrg } from './store.js';
 
 const JSON_HEADERS = { 'Content-Type': 'application/json' };
+const encoder = new TextEncoder();
+
+/**
+ * Rendered list and search pages, under the registry generation (a publish or deletion shows at
+ * once) and for LIST_PAGE_TTL_MS at most, since they carry download totals.
+ */
+const LIST_PAGE_TTL_MS = 5_000;
+const listPages = perServer((deps: Deps) => new GenerationCache<string, Uint8Array<ArrayBuffer>>(deps.generations, 'registry', deps.config.cacheMaxEntries, LIST_PAGE_TTL_MS));
 
 /** The base of the request's mount, e.g. "/v1/modules/": redirects and hints stay under it. */
 function baseOf(c: Context<AppEnv>): string {
@@ -27,16 +36,24 @@ export function protocolRoutes(deps: Deps): Hono<AppEnv> {
     const page = parseOffsetLimit(c);
     const q = queryParams(c);
     const provider = filter.provider ?? q.get('provider') ?? undefined;
+    const organizationIds = await readableOrganizationIds(deps, c.get('principal'));
     // Terrace has no partner verification: verified=true matches nothing, anything else all.
-    if (q.get('verified') === 'true') {
-      await readableOrganizationIds(deps, c.get('principal'));
-      return c.json({ meta: registryMeta(c, page, 0, false), modules: [] });
-    }
+    if (q.get('verified') === 'true') return c.json({ meta: registryMeta(c, page, 0, false), modules: [] });
+    // The same URL read by callers who may read the same organizations gets the same page.
+    const key = `${organizationIds === 'all' ? '*' : organizationIds.join(',')}\n${c.req.url}`;
+    const pages = listPages(deps);
+    const hit = pages.get(key);
+    if (hit) return c.body(hit, 200, JSON_HEADERS);
+    const generation = pages.generation();
     const { modules, hasMore } = await findModules(deps, c.get('principal'), { ...filter, provider }, page);
-    return c.json({
-      meta: registryMeta(c, page, modules.length, hasMore),
-      modules: modules.map((s) => protocolModule(s.module, s.latest, s.downloads)),
-    });
+    const body = encoder.encode(
+      JSON.stringify({
+        meta: registryMeta(c, page, modules.length, hasMore),
+        modules: modules.map((s) => protocolModule(s.module, s.latest, s.downloads)),
+      }),
+    );
+    pages.set(key, body, generation);
+    return c.body(body, 200, JSON_HEADERS);
   }
 
   function readable(c: Context<AppEnv>): Promise<ModuleWithOrg> {
