@@ -62,7 +62,7 @@ beforeAll(async () => {
   plain = (await createUserWithToken(t, 'plain')).token;
   await accept(t, plain, await invite(t, owner, 'acme', 'plain', [plainTeam.id]));
   outsider = (await createUserWithToken(t, 'outsider')).token;
-  gh = await createOAuthClient(t, 'acme', github, 'ghp_page', { token: owner, attributes: { name: 'GitHub <b>main</b>' } });
+  gh = await createOAuthClient(t, 'acme', github, 'ghp_page', { token: owner, attributes: { name: 'github.com' } });
   gl = await createOAuthClient(t, 'acme', gitlab, 'glpat-page', { token: owner, attributes: { name: 'gitlab' } });
   const orgs = await t.running.deps.db.selectFrom('organizations').select(['id', 'name']).execute();
   const acmeId = orgs.find((o) => o.name === 'acme')!.id;
@@ -145,7 +145,7 @@ describe('the VCS events page', () => {
     expect(res.text).toContain(
       `<tr><td><time datetime="${iso(NOW - DAY)}">2026-06-14 12:00:00 UTC</time></td><td><span class="badge errored">error</span></td>` +
         '<td>Could not clone acme/infra: 401<p class="muted">Suggested action: rotate the token with PATCH /api/v2/oauth-clients/:id</p></td>' +
-        `<td><a href="${github.httpUrl}/" rel="nofollow noopener noreferrer">GitHub &lt;b&gt;main&lt;/b&gt;</a> <span class="muted">GitHub</span></td></tr>`,
+        `<td><a href="${github.httpUrl}/" rel="nofollow noopener noreferrer">github.com</a> <span class="muted">GitHub</span></td></tr>`,
     );
     expect(res.text).toContain(
       `<tr><td><time datetime="${iso(NOW - 2 * DAY)}">2026-06-13 12:00:00 UTC</time></td><td><span class="badge">info</span></td>` +
@@ -254,12 +254,20 @@ describe('the VCS events page', () => {
   });
 
   it('renders messages and connection names from outside as text', async () => {
-    const res = await (await as(owner)).get(PAGE);
-    expect(res.text).toContain('&lt;script&gt;alert(&quot;vcs&quot;)&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt; tag v9 &amp; more');
-    expect(res.text).not.toContain('<script>alert');
-    expect(res.text).not.toContain('<img');
-    expect(res.text).not.toContain('<b>main</b>');
-    expect(messagesOf(res.text)).toContain(HOSTILE);
+    await t.running.deps.db.updateTable('oauth_clients').set({ name: 'GitHub <b>main</b>' }).where('id', '=', gh.clientId).execute();
+    try {
+      const res = await (await as(owner)).get(PAGE);
+      expect(res.text).toContain('&lt;script&gt;alert(&quot;vcs&quot;)&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt; tag v9 &amp; more');
+      expect(res.text).not.toContain('<script>alert');
+      expect(res.text).not.toContain('<img');
+      expect(messagesOf(res.text)).toContain(HOSTILE);
+      // In the list and in the filter form.
+      expect(res.text).toContain('rel="nofollow noopener noreferrer">GitHub &lt;b&gt;main&lt;/b&gt;</a>');
+      expect(res.text).toContain(`value="${gh.clientId}"/> GitHub &lt;b&gt;main&lt;/b&gt;</label>`);
+      expect(res.text).not.toContain('<b>main</b>');
+    } finally {
+      await t.running.deps.db.updateTable('oauth_clients').set({ name: 'github.com' }).where('id', '=', gh.clientId).execute();
+    }
   });
 
   it('links a connection only when its web address is http(s)', async () => {
