@@ -1,11 +1,10 @@
-import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/clock.js';
 import { recordVcsEvent } from '../../src/vcs/service.js';
-import { chromiumAvailable, launchChromium } from '../helpers/browser.js';
+import { axeViolations, chromiumAvailable, launchChromium, watchedPage } from '../helpers/browser.js';
 import { accept, createOrg, createTeam, invite } from '../helpers/organizations.js';
 import { createUserWithToken, startTestServer, type TestServer } from '../helpers/server.js';
 import { createOAuthClient } from '../helpers/vcs.js';
@@ -14,7 +13,6 @@ import { textOf, WebClient } from '../helpers/web.js';
 
 // TERRACE_SCREENSHOTS=1 also writes the README's screenshot of this page (as test/web/browser.test.ts does).
 const ROOT = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
-const AXE = fs.readFileSync(path.join(ROOT, 'node_modules', 'axe-core', 'axe.min.js'), 'utf8');
 const SCREENSHOTS = process.env.TERRACE_SCREENSHOTS === '1';
 
 const DAY = 24 * 3600 * 1000;
@@ -321,37 +319,19 @@ describe('the VCS events page: who may not see it', () => {
 describe.runIf(chromiumAvailable)('the VCS events page in Chromium', () => {
   let chromium: Awaited<ReturnType<typeof launchChromium>>;
   let page: Page;
-  const foreign: string[] = [];
-  const dialogs: string[] = [];
+  let foreign: string[];
+  let dialogs: string[];
 
   beforeAll(async () => {
     chromium = await launchChromium();
-    const origin = new URL(t.url).origin;
-    const context = await chromium.browser.newContext({ viewport: { width: 1200, height: 900 } });
-    await context.route('**/*', (route) => {
-      const url = route.request().url();
-      if (new URL(url).origin === origin) return route.continue();
-      foreign.push(url);
-      return route.abort();
-    });
-    page = await context.newPage();
-    page.on('dialog', (d) => {
-      dialogs.push(d.message());
-      void d.dismiss();
-    });
+    ({ page, foreign, dialogs } = await watchedPage(chromium.browser, new URL(t.url).origin));
   }, 60_000);
 
   afterAll(async () => {
     await chromium?.close();
   });
 
-  async function axe(p: Page): Promise<string[]> {
-    await p.evaluate(AXE);
-    const result = (await p.evaluate(`axe.run(document, { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa'] } })`)) as {
-      violations: { id: string; nodes: { target: string[] }[] }[];
-    };
-    return result.violations.map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
-  }
+  const axe = axeViolations;
 
   it('opens the page from the organization, filters by level and connection, and passes the accessibility checks', async () => {
     await page.goto(`${t.url}/app/organizations/acme`);
