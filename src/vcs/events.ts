@@ -1,4 +1,5 @@
 import { rfc3339 } from '../clock.js';
+import type { VcsServiceProvider } from '../db/schema.js';
 import type { Deps } from '../deps.js';
 import { ApiError, quoteValue, truncate } from '../http/errors.js';
 import { newId } from '../ids.js';
@@ -111,7 +112,7 @@ export async function listEvents(deps: Deps, target: { org: OrganizationRow }, q
 export interface EventConnection {
   id: string;
   name: string | null;
-  serviceProvider: string;
+  serviceProvider: VcsServiceProvider;
   httpUrl: string;
 }
 

@@ -57,7 +57,7 @@ function Connection(props: { id: string | null; known: Map<string, EventConnecti
   return (
     <>
       {link ? <a href={link} rel="nofollow noopener noreferrer">{label}</a> : label}{' '}
-      <span class="muted">{PROVIDER_DISPLAY_NAMES[client.serviceProvider as keyof typeof PROVIDER_DISPLAY_NAMES] ?? client.serviceProvider}</span>
+      <span class="muted">{PROVIDER_DISPLAY_NAMES[client.serviceProvider]}</span>
     </>
   );
 }
