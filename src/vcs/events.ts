@@ -1,9 +1,11 @@
 import { rfc3339 } from '../clock.js';
+import type { VcsServiceProvider } from '../db/schema.js';
 import type { Deps } from '../deps.js';
 import { ApiError, quoteValue, truncate } from '../http/errors.js';
 import { newId } from '../ids.js';
+import type { OrganizationRow } from '../organizations/access.js';
 import type { FixedRetention } from '../organizations/retention-sweep.js';
-import { insertVcsEvent, purgeVcsEvents, type VcsEventFilter } from './store.js';
+import { insertVcsEvent, listOAuthClients, listVcsEvents, purgeVcsEvents, type VcsEventFilter, type VcsEventRow } from './store.js';
 
 /** Messages are stored and shown as given, cut to this many characters. */
 export const MAX_EVENT_MESSAGE_CHARS = 2000;
@@ -95,6 +97,29 @@ export function eventFilter(now: Date, organizationId: string, q: EventQuery): V
     levels: levels as ('info' | 'error')[] | undefined,
     oauthClientIds: ids,
   };
+}
+
+/**
+ * One page of an organization's event log, newest first, with the total the filter matches. Takes
+ * what organizationForVcs returned: the caller has been let in already (the API and the web UI
+ * both list through here, so they show the same events to the same people).
+ */
+export async function listEvents(deps: Deps, target: { org: OrganizationRow }, q: EventQuery, page: { limit: number; offset: number }): Promise<{ rows: VcsEventRow[]; total: number }> {
+  return listVcsEvents(deps.db, eventFilter(deps.clock.now(), target.org.id, q), page);
+}
+
+/** What the event log shows of a connection (an OAuth client): never its secrets. */
+export interface EventConnection {
+  id: string;
+  name: string | null;
+  serviceProvider: VcsServiceProvider;
+  httpUrl: string;
+}
+
+/** The organization's connections, oldest first, to name them beside events and filter by them. */
+export async function eventConnections(deps: Deps, target: { org: OrganizationRow }): Promise<EventConnection[]> {
+  const { rows } = await listOAuthClients(deps.db, target.org.id);
+  return rows.map((r) => ({ id: r.id, name: r.name, serviceProvider: r.service_provider, httpUrl: r.http_url }));
 }
 
 /**

@@ -8,11 +8,11 @@ import { DEFAULT_PAGE_SIZE, pageLinksAndMeta, parsePage, type PageRequest } from
 import type { OrganizationRow } from '../organizations/access.js';
 import { includeSet, listParam, optionalParam } from '../organizations/params.js';
 import { clientForManagement, organizationForVcs, tokenForManagement } from './access.js';
-import { eventFilter } from './events.js';
+import { listEvents } from './events.js';
 import { serializeClient, serializeEvent, serializeEventClient, serializeToken } from './serialize.js';
 import { attachProjects, createClient, deleteClient, deleteToken, detachProjects, updateClient, updateToken } from './service.js';
 import { createClientSchema, updateClientSchema, updateTokenSchema } from './settings.js';
-import { listOAuthClients, listOAuthTokens, listVcsEvents, oauthClientSummaries, projectsOfClients, tokensOfClients, type OAuthClientRow } from './store.js';
+import { listOAuthClients, listOAuthTokens, oauthClientSummaries, projectsOfClients, tokensOfClients, type OAuthClientRow } from './store.js';
 
 /**
  * The ids in relationships.projects of a request body (go-tfe sends full nodes; only ids are
@@ -145,13 +145,13 @@ export function vcsRoutes(deps: Deps): Hono<AppEnv> {
     const include = includeSet(c);
     const unsupported = [...include].find((i) => i !== 'oauth_client' && i !== 'oauth-client');
     if (unsupported !== undefined) throw badRequest(`include supports only oauth_client on vcs-events, got ${quoteValue(unsupported)}`, { parameter: 'include' });
-    const filter = eventFilter(deps.clock.now(), org.id, {
+    const query = {
       from: optionalParam(c, 'filter[from]'),
       to: optionalParam(c, 'filter[to]'),
       levels: listParam(c, 'filter[levels]'),
       oauthClientIds: listParam(c, 'filter[oauth_client_external_ids]'),
-    });
-    const { rows, total } = await listVcsEvents(deps.db, filter, { limit: page.size, offset: page.offset });
+    };
+    const { rows, total } = await listEvents(deps, { org }, query, { limit: page.size, offset: page.offset });
     let included: ResourceObject[] = [];
     if (include.size > 0) {
       const ids = [...new Set(rows.map((r) => r.oauth_client_id).filter((id): id is string => id !== null))];

@@ -42,6 +42,11 @@ details.section{border:1px solid var(--line);border-radius:6px;margin:.75rem 0;p
 nav.tabs ul{list-style:none;display:flex;gap:.25rem;padding:0;border-bottom:1px solid var(--line);flex-wrap:wrap}
 nav.tabs a{display:block;padding:.35rem .8rem;text-decoration:none;border:1px solid transparent;border-bottom:0;border-radius:6px 6px 0 0}
 nav.tabs a[aria-current=page]{border-color:var(--line);background:var(--bg);font-weight:600}
+form.filters{display:flex;flex-wrap:wrap;gap:.5rem 1.5rem;align-items:flex-end;margin:1rem 0}
+form.filters fieldset{border:1px solid var(--line);border-radius:6px;padding:.1rem .75rem .4rem;margin:0}form.filters legend{font-weight:600;padding:0 .25rem}
+form.filters label.check{display:inline-flex;gap:.35rem;align-items:center;font-weight:400;margin:.2rem .9rem .2rem 0}form.filters .muted{flex-basis:100%;margin:0}form.filters .actions a{margin-left:.75rem}td time{white-space:nowrap}td>p.muted{margin:.2rem 0 0}
+input[type=datetime-local]{font:inherit;padding:.35rem .5rem;border:1px solid #7b8794;border-radius:4px}
+ul.pager{list-style:none;display:flex;gap:1.5rem;padding:0}
 `;
 
 const JS = `

@@ -7,6 +7,7 @@ import { currentOutputs } from '../state/read.js';
 import { workspaceByName, workspacesOf } from '../workspaces/service.js';
 import { page } from './layout.js';
 import { modulePage } from './module-page.js';
+import { OrgNav } from './org-nav.js';
 import type { WebEnv } from './security.js';
 
 const PAGE_SIZE = 30;
@@ -73,13 +74,12 @@ export function browsePages(deps: Deps): Hono<WebEnv> {
     const p = signedIn(c);
     const { org, access } = await visibleOrganization(deps, p, c.req.param('org'));
     const { modules, hasMore } = await findModules(deps, p, { namespace: org.name }, { offset: 0, limit: 100 });
-    const seesWorkspaces = access.owner || access.organizationToken || access.permissions['manage-workspaces'] || access.permissions['read-state-outputs'];
     return page(deps, c, {
       title: org.name,
       children: (
         <>
           <h1>{org.name}</h1>
-          {seesWorkspaces ? <p><a href={`/app/organizations/${encodeURIComponent(org.name)}/workspaces`}>Workspaces and their outputs</a></p> : null}
+          <OrgNav org={org} access={access} current="modules" />
           <h2>Modules</h2>
           <ModuleList modules={modules} empty="This organization has published no modules yet." />
           {hasMore ? <p><a href={`/app/modules?namespace=${encodeURIComponent(org.name)}`}>All of {org.name}'s modules</a></p> : null}

@@ -10,7 +10,7 @@ export interface PageProps {
 }
 
 /** One layout for every page: landmarks (banner, navigation, main, contentinfo) and a skip link. */
-export function page(deps: Deps, c: Context<WebEnv>, props: PageProps, status: 200 | 201 | 400 | 401 | 403 | 404 = 200): Response | Promise<Response> {
+export function page(deps: Deps, c: Context<WebEnv>, props: PageProps, status: 200 | 201 | 400 | 401 | 403 | 404 | 422 = 200): Response | Promise<Response> {
   const session = c.get('session');
   return c.html(
     '<!doctype html>' +

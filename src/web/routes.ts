@@ -9,6 +9,7 @@ import { oauthRoutes } from './oauth-pages.js';
 import { runPages } from './run-pages.js';
 import { MAX_FORM_BYTES, securityHeaders, webSession, type WebEnv } from './security.js';
 import { tokenPages } from './token-pages.js';
+import { vcsPages } from './vcs-pages.js';
 
 /** Pages anyone may open signed out: the rest redirect to sign-in (and come back after). */
 function openToAnyone(deps: Deps, path: string): boolean {
@@ -45,6 +46,7 @@ export function webRoutes(deps: Deps): Hono<WebEnv> {
   app.route('/', browsePages(deps));
   app.route('/', runPages(deps));
   app.route('/', tokenPages(deps));
+  app.route('/', vcsPages(deps));
   app.route('/', oauthRoutes(deps));
   return app;
 }

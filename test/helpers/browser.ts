@@ -1,5 +1,7 @@
 import fs from 'node:fs';
-import type { Browser } from 'playwright-core';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
 
 /** Debian's chromium: CI installs it (.ci/run); where it is absent, browser tests skip. */
 export const CHROMIUM = '/usr/bin/chromium';
@@ -30,4 +32,38 @@ export async function launchChromium(): Promise<{ browser: Browser; close(): Pro
       await browser.close();
     },
   };
+}
+
+const AXE = fs.readFileSync(path.join(path.dirname(fileURLToPath(import.meta.url)), '..', '..', 'node_modules', 'axe-core', 'axe.min.js'), 'utf8');
+
+/** The WCAG 2 A and AA violations axe finds on the page, one line each; [] when it passes. */
+export async function axeViolations(page: Page): Promise<string[]> {
+  // Evaluated by the driver, not loaded by the page: the page's CSP stays as strict as it is.
+  await page.evaluate(AXE);
+  const result = (await page.evaluate(`axe.run(document, { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa'] } })`)) as {
+    violations: { id: string; nodes: { target: string[] }[] }[];
+  };
+  return result.violations.map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
+}
+
+/**
+ * A page in a new 1200×900 context that lets only this origin be reached: every other request is
+ * recorded in foreign and refused, and every dialog (alert, confirm) is recorded and dismissed.
+ */
+export async function watchedPage(browser: Browser, origin: string): Promise<{ context: BrowserContext; page: Page; foreign: string[]; dialogs: string[] }> {
+  const foreign: string[] = [];
+  const dialogs: string[] = [];
+  const context = await browser.newContext({ viewport: { width: 1200, height: 900 } });
+  await context.route('**/*', (route) => {
+    const url = route.request().url();
+    if (new URL(url).origin === origin) return route.continue();
+    foreign.push(url);
+    return route.abort();
+  });
+  const page = await context.newPage();
+  page.on('dialog', (d) => {
+    dialogs.push(d.message());
+    void d.dismiss();
+  });
+  return { context, page, foreign, dialogs };
 }

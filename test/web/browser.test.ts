@@ -1,10 +1,9 @@
-import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HOSTILE_README, VPC_MODULE } from '../fixtures/modules.js';
-import { chromiumAvailable, launchChromium } from '../helpers/browser.js';
+import { axeViolations, chromiumAvailable, launchChromium, watchedPage } from '../helpers/browser.js';
 import { addMember, createOrganization, publish } from '../helpers/registry.js';
 import { runWithTaskResults } from '../helpers/run-results.js';
 import { createUserWithToken, startTestServer, type TestServer } from '../helpers/server.js';
@@ -13,7 +12,6 @@ import { createWorkspace } from '../helpers/state.js';
 // A real browser (Debian's chromium, driven by playwright-core). One launch for the file.
 // TERRACE_SCREENSHOTS=1 also writes the README's screenshots under docs/screenshots/.
 const ROOT = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
-const AXE = fs.readFileSync(path.join(ROOT, 'node_modules', 'axe-core', 'axe.min.js'), 'utf8');
 const SCREENSHOTS = process.env.TERRACE_SCREENSHOTS === '1';
 
 describe.runIf(chromiumAvailable)('the web UI in Chromium', () => {
@@ -22,8 +20,8 @@ describe.runIf(chromiumAvailable)('the web UI in Chromium', () => {
   let context: BrowserContext;
   let page: Page;
   let reader: { token: string };
-  const foreign: string[] = [];
-  const dialogs: string[] = [];
+  let foreign: string[];
+  let dialogs: string[];
   let runId: string;
   let closeHook: (() => Promise<void>) | undefined;
 
@@ -46,20 +44,9 @@ describe.runIf(chromiumAvailable)('the web UI in Chromium', () => {
     ({ runId, close: closeHook } = await runWithTaskResults(t, 'acme', ws.id));
     chromium = await launchChromium();
     const origin = new URL(t.url).origin;
-    context = await chromium.browser.newContext({ viewport: { width: 1200, height: 900 } });
-    await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin });
     // Every request is seen: anything for another origin is recorded and refused.
-    await context.route('**/*', (route) => {
-      const url = route.request().url();
-      if (new URL(url).origin === origin) return route.continue();
-      foreign.push(url);
-      return route.abort();
-    });
-    page = await context.newPage();
-    page.on('dialog', (d) => {
-      dialogs.push(d.message());
-      void d.dismiss();
-    });
+    ({ context, page, foreign, dialogs } = await watchedPage(chromium.browser, origin));
+    await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin });
   }, 120_000);
 
   afterAll(async () => {
@@ -68,14 +55,7 @@ describe.runIf(chromiumAvailable)('the web UI in Chromium', () => {
     await t?.close();
   });
 
-  async function axe(): Promise<string[]> {
-    // Evaluated by the driver, not loaded by the page: the page's CSP stays as strict as it is.
-    await page.evaluate(AXE);
-    const result = (await page.evaluate(`axe.run(document, { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa'] } })`)) as {
-      violations: { id: string; nodes: { target: string[] }[] }[];
-    };
-    return result.violations.map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
-  }
+  const axe = () => axeViolations(page);
 
   async function shot(name: string): Promise<void> {
     if (SCREENSHOTS) await page.screenshot({ path: path.join(ROOT, 'docs', 'screenshots', `${name}.png`), fullPage: false });
