@@ -11,7 +11,7 @@ import { isRegistryPath, renderError } from './http/surface.js';
 import { encryptionRoutes } from './encryption/routes.js';
 import { identityRoutes } from './identity/routes.js';
 import { loggablePath } from './logger.js';
-import { createMetrics } from './ops/metrics.js';
+import { createMetrics, type Metrics } from './ops/metrics.js';
 import { opsRoutes } from './ops/routes.js';
 import { membershipRoutes } from './organizations/membership-routes.js';
 import { organizationRelatedRoutes } from './organizations/related-routes.js';
@@ -46,11 +46,10 @@ const TFE_HEADERS: Record<string, string> = {
   'X-RateLimit-Limit': '30',
 };
 
-export function createApp(deps: Deps): Hono<AppEnv> {
+export function createApp(deps: Deps, metrics: Metrics = createMetrics(deps)): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
   const log = deps.logger;
 
-  const metrics = createMetrics(deps);
   app.use('*', authorizationScope);
   app.use('*', requestId({ headerName: 'X-Request-Id' }));
   app.use('*', metrics.middleware);

@@ -1,10 +1,12 @@
 import fs from 'node:fs';
 import { createServer as createHttpsServer } from 'node:https';
-import type { Server } from 'node:http';
+import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { serve, type ServerType } from '@hono/node-server';
 import { createApp } from './app.js';
+import { createMetrics } from './ops/metrics.js';
+import { leanRegistryPath, type NodeListener } from './registry/lean.js';
 import { registryUpkeep } from './registry/ingest.js';
 import { createBlobStore, FsBlobStore } from './blobs/index.js';
 import { SealedBlobStore } from './blobs/sealed.js';
@@ -81,7 +83,14 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   // A start may bring a new current key, or find blobs from before encryption: then the upkeep runs at once.
   if (await upkeepPending(deps)) await enqueueOnce(deps.db, ENCRYPTION_UPKEEP, { run: null }, clock.now());
   if (config.jobsEnabled) jobs.start();
-  const app = createApp(deps);
+  const metrics = createMetrics(deps);
+  const app = createApp(deps, metrics);
+  const lean = leanRegistryPath(deps, metrics);
+  // node:http (or https) with the registry's lean path in front of the app's listener.
+  const withLeanPath =
+    (create: (options: object, listener: NodeListener) => Server) =>
+    (options: object, listener: NodeListener) =>
+      create(options, (req: IncomingMessage, res: ServerResponse) => lean(req, res, listener));
 
   // How often Node checks headers deadlines (its default, 30 s, would make a short one meaningless).
   const connectionsCheckingInterval = Math.max(50, Math.min(1000, Math.floor(config.http.headersTimeoutMs / 4)));
@@ -93,10 +102,10 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
         hostname: config.host,
         ...(config.tlsCert && config.tlsKey
           ? {
-              createServer: createHttpsServer,
+              createServer: withLeanPath(createHttpsServer as never) as never,
               serverOptions: { cert: fs.readFileSync(config.tlsCert), key: fs.readFileSync(config.tlsKey), connectionsCheckingInterval },
             }
-          : { serverOptions: { connectionsCheckingInterval } }),
+          : { createServer: withLeanPath(createHttpServer as never) as never, serverOptions: { connectionsCheckingInterval } }),
       },
       () => resolve(s),
     );

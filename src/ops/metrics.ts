@@ -8,7 +8,14 @@ import type { Deps } from '../deps.js';
  * Prometheus metrics. Request timings are per process; everything about the registry's content
  * is read from the store at scrape time, so several instances report the same truth.
  */
-export function createMetrics(deps: Deps): { registry: Registry; middleware: MiddlewareHandler } {
+export interface Metrics {
+  registry: Registry;
+  middleware: MiddlewareHandler;
+  /** Records one request answered outside Hono (the registry's lean path), by route pattern. */
+  observe(method: string, route: string, status: number, seconds: number): void;
+}
+
+export function createMetrics(deps: Deps): Metrics {
   const registry = new Registry();
   registry.setDefaultLabels({ service: 'terrace' });
   collectDefaultMetrics({ register: registry });
@@ -50,5 +57,7 @@ export function createMetrics(deps: Deps): { registry: Registry; middleware: Mid
     // The route pattern, never the raw path: capability URLs carry secrets and ids explode cardinality.
     end({ method: c.req.method, route: c.res.status === 404 && routePath(c, -1) === '*' ? 'unmatched' : routePath(c, -1), status: String(c.res.status) });
   };
-  return { registry, middleware };
+  const observe = (method: string, route: string, status: number, seconds: number) =>
+    duration.observe({ method, route, status: String(status) }, seconds);
+  return { registry, middleware, observe };
 }

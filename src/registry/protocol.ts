@@ -28,6 +28,16 @@ function baseOf(c: Context<AppEnv>): string {
   return MODULE_PROTOCOL_BASES.find((b) => c.req.path.startsWith(b) || `${c.req.path}/` === b) ?? MODULE_PROTOCOL_BASES[0];
 }
 
+/** Where a version of a readable module downloads from (X-Terraform-Get), counting the download if asked. */
+export async function downloadLocation(deps: Deps, m: ModuleWithOrg, raw: string, count: boolean): Promise<string> {
+  const version = normalizeRequestedVersion(raw);
+  const row = version ? await cachedDownloadVersion(deps, m.id, version) : undefined;
+  if (!row || row.status !== 'ok') throw notFound(`version ${raw} of ${m.namespace}/${m.name}/${m.provider} not found`);
+  const url = await archiveUrlFor(deps, m, row);
+  if (count) await recordDownload(deps.db, m.id, deps.clock.now().toISOString().slice(0, 10));
+  return url;
+}
+
 /** The module registry protocol (modules.v1) and the v2 download summary. */
 export function protocolRoutes(deps: Deps): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
@@ -100,13 +110,8 @@ export function protocolRoutes(deps: Deps): Hono<AppEnv> {
 
   const download = async (c: Context<AppEnv>) => {
     const m = await readable(c);
-    const raw = c.req.param('version')!;
-    const version = normalizeRequestedVersion(raw);
-    const row = version ? await cachedDownloadVersion(deps, m.id, version) : undefined;
-    if (!row || row.status !== 'ok') throw notFound(`version ${raw} of ${m.namespace}/${m.name}/${m.provider} not found`);
-    const url = await archiveUrlFor(deps, m, row);
     // HEAD (Hono answers it with the GET handler) asks about the download without making one.
-    if (c.req.method === 'GET') await recordDownload(deps.db, m.id, deps.clock.now().toISOString().slice(0, 10));
+    const url = await downloadLocation(deps, m, c.req.param('version')!, c.req.method === 'GET');
     return c.body(null, 204, { 'X-Terraform-Get': url });
   };
 
