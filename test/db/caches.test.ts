@@ -385,8 +385,13 @@ describe('other instances, within the sync bound', () => {
     expect(await eventually(async () => (await listedVersions(b, 'multi', 'net')).includes('1.2.0'))).toBe(true);
     expect(await status(b, downloadPath('multi', 'net', '1.2.0'), b.adminToken)).toBe(204);
 
+    // Warm again: the publish retired what B held. The list and the download are separate entries,
+    // each seen to change on its own (one may be read afresh before B has synced).
+    await warm(b, downloadPath('multi', 'net', '1.1.0'), b.adminToken, 204);
+    expect(await listedVersions(b, 'multi', 'net')).toEqual(['1.0.0', '1.1.0', '1.2.0']);
     expect((await a.api('DELETE', '/api/v2/organizations/multi/registry-modules/private/multi/net/aws/1.1.0')).status).toBe(204);
     expect(await eventually(async () => (await status(b, downloadPath('multi', 'net', '1.1.0'), b.adminToken)) === 404)).toBe(true);
+    expect(await eventually(async () => !(await listedVersions(b, 'multi', 'net')).includes('1.1.0'))).toBe(true);
     expect(await listedVersions(b, 'multi', 'net')).toEqual(['1.0.0', '1.2.0']);
   });
 
