@@ -4,6 +4,7 @@ import { accept, createTeam, invite } from '../helpers/organizations.js';
 import { addMember, createOrganization, publish } from '../helpers/registry.js';
 import { createUserWithToken, startTestServer, type TestServer } from '../helpers/server.js';
 import { openTestStore } from '../helpers/store.js';
+import { eventually } from '../helpers/vcs-modules.js';
 
 /**
  * The in-memory caches (db/generations.ts: principals by token hash, readable organizations,
@@ -56,15 +57,8 @@ async function generations(t: TestServer): Promise<Record<string, string>> {
   return Object.fromEntries(rows.map((r) => [r.name, String(r.value)]));
 }
 
-/** Asks until check holds or the deadline passes; whether it held. No assertion on how long it took. */
-async function eventually(check: () => Promise<boolean>, deadlineMs = 5000): Promise<boolean> {
-  const end = Date.now() + deadlineMs;
-  for (;;) {
-    if (await check()) return true;
-    if (Date.now() > end) return false;
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
+/** The sync bound here is 100 ms: a deadline far beyond it, a wait and not a timed assertion. */
+const DEADLINE_MS = 5000;
 
 const status = async (t: TestServer, path: string, token: string): Promise<number> => (await t.api('GET', path, { token })).status;
 
@@ -372,7 +366,7 @@ describe('other instances, within the sync bound', () => {
 
     expect((await a.api('DELETE', `/api/v2/authentication-tokens/${tok.id}`)).status).toBe(204);
     expect(await status(a, versionsPath('multi', 'net'), tok.token)).toBe(401);
-    expect(await eventually(async () => (await status(b, versionsPath('multi', 'net'), tok.token)) === 401)).toBe(true);
+    await eventually(async () => ((await status(b, versionsPath('multi', 'net'), tok.token)) === 401) || undefined, 'B to refuse the revoked token', DEADLINE_MS);
     expect((await b.api('GET', versionsPath('multi', 'net'), { token: tok.token })).json).toEqual(V1_UNAUTHORIZED);
   });
 
@@ -382,7 +376,7 @@ describe('other instances, within the sync bound', () => {
     expect(await listedVersions(b, 'multi', 'net')).toEqual(['1.0.0', '1.1.0']);
 
     await publish(a, 'multi', 'net', 'aws', '1.2.0');
-    expect(await eventually(async () => (await listedVersions(b, 'multi', 'net')).includes('1.2.0'))).toBe(true);
+    await eventually(async () => ((await listedVersions(b, 'multi', 'net')).includes('1.2.0')) || undefined, 'B to list 1.2.0', DEADLINE_MS);
     expect(await status(b, downloadPath('multi', 'net', '1.2.0'), b.adminToken)).toBe(204);
 
     // Warm again: the publish retired what B held. The list and the download are separate entries,
@@ -390,8 +384,8 @@ describe('other instances, within the sync bound', () => {
     await warm(b, downloadPath('multi', 'net', '1.1.0'), b.adminToken, 204);
     expect(await listedVersions(b, 'multi', 'net')).toEqual(['1.0.0', '1.1.0', '1.2.0']);
     expect((await a.api('DELETE', '/api/v2/organizations/multi/registry-modules/private/multi/net/aws/1.1.0')).status).toBe(204);
-    expect(await eventually(async () => (await status(b, downloadPath('multi', 'net', '1.1.0'), b.adminToken)) === 404)).toBe(true);
-    expect(await eventually(async () => !(await listedVersions(b, 'multi', 'net')).includes('1.1.0'))).toBe(true);
+    await eventually(async () => ((await status(b, downloadPath('multi', 'net', '1.1.0'), b.adminToken)) === 404) || undefined, "B to refuse the deleted version's download", DEADLINE_MS);
+    await eventually(async () => (!(await listedVersions(b, 'multi', 'net')).includes('1.1.0')) || undefined, 'B to stop listing the deleted version', DEADLINE_MS);
     expect(await listedVersions(b, 'multi', 'net')).toEqual(['1.0.0', '1.2.0']);
   });
 
@@ -409,7 +403,7 @@ describe('other instances, within the sync bound', () => {
     } finally {
       await store.close();
     }
-    for (const t of [a, b]) expect(await eventually(async () => (await status(t, versionsPath('multi', 'net'), tok.token)) === 401)).toBe(true);
+    for (const t of [a, b]) await eventually(async () => ((await status(t, versionsPath('multi', 'net'), tok.token)) === 401) || undefined, 'the deleted token row to be refused', DEADLINE_MS);
   });
 
   it('a user made site admin straight in the store reads every organization, on every instance', async () => {
@@ -422,9 +416,9 @@ describe('other instances, within the sync bound', () => {
     const store = openTestStore(a.dataDir);
     try {
       await store.db.updateTable('users').set({ is_site_admin: 1 }).where('id', '=', u.id).execute();
-      for (const t of [a, b]) expect(await eventually(async () => (await status(t, versionsPath('elsewhere', 'net'), u.token)) === 200)).toBe(true);
+      for (const t of [a, b]) await eventually(async () => ((await status(t, versionsPath('elsewhere', 'net'), u.token)) === 200) || undefined, 'the site admin to read another organization', DEADLINE_MS);
       await store.db.updateTable('users').set({ is_site_admin: 0 }).where('id', '=', u.id).execute();
-      for (const t of [a, b]) expect(await eventually(async () => (await status(t, versionsPath('elsewhere', 'net'), u.token)) === 404)).toBe(true);
+      for (const t of [a, b]) await eventually(async () => ((await status(t, versionsPath('elsewhere', 'net'), u.token)) === 404) || undefined, 'the former site admin to be refused again', DEADLINE_MS);
     } finally {
       await store.close();
     }
