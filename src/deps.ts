@@ -3,6 +3,7 @@ import type { Clock } from './clock.js';
 import type { Config } from './config.js';
 import type { Db, Store } from './db/index.js';
 import type { Logger } from './logger.js';
+import type { DownloadCounter } from './registry/downloads.js';
 import type { Secrets } from './secrets.js';
 
 /** Everything a domain needs, built once in main.ts (or a test) and passed to createApp. */
@@ -14,4 +15,6 @@ export interface Deps {
   clock: Clock;
   logger: Logger;
   secrets: Secrets;
+  /** Module downloads counted in memory and written in batches (src/registry/downloads.ts). */
+  downloads: DownloadCounter;
 }

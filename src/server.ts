@@ -5,6 +5,7 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { serve, type ServerType } from '@hono/node-server';
 import { createApp } from './app.js';
+import { DownloadCounter } from './registry/downloads.js';
 import { registryUpkeep } from './registry/ingest.js';
 import { createBlobStore, FsBlobStore } from './blobs/index.js';
 import { SealedBlobStore } from './blobs/sealed.js';
@@ -30,7 +31,7 @@ export interface RunningServer {
   generatedAdminToken: string | null;
   /** The background job runner (started unless TERRACE_JOBS=false; runDue() drives it by hand). */
   jobs: JobRunner;
-  /** Stop accepting, finish in-flight requests (up to the shutdown timeout), close the store. */
+  /** Stop accepting, finish in-flight requests (up to the shutdown timeout), write pending download counts, close the store. */
   close(): Promise<void>;
 }
 
@@ -65,7 +66,8 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   const clock = opts.clock ?? systemClock;
   const stored = createBlobStore({ driver: config.blobDriver, dataDir: config.dataDir, s3: config.s3 });
   const blobs = new SealedBlobStore(stored, secrets, dataKeyStore(store.db, clock));
-  const deps: Deps = { config: { ...config }, store, db: store.db, blobs, clock, logger, secrets };
+  const downloads = new DownloadCounter(store.db, logger, { flushMs: config.downloadFlushMs });
+  const deps: Deps = { config: { ...config }, store, db: store.db, blobs, clock, logger, secrets, downloads };
   const generatedAdminToken = await ensureAdminToken(deps);
   if (stored instanceof FsBlobStore) await stored.sweepTemp(0);
   // Start-up repair of a process killed mid-publish: the registry upkeep once before serving (it
@@ -77,6 +79,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   // A start may bring a new current key, or find blobs from before encryption: then the upkeep runs at once.
   if (await upkeepPending(deps)) await enqueueOnce(deps.db, ENCRYPTION_UPKEEP, { run: null }, clock.now());
   if (config.jobsEnabled) jobs.start();
+  downloads.start();
   const app = createApp(deps);
 
   // How often Node checks headers deadlines (its default, 30 s, would make a short one meaningless).
@@ -126,6 +129,8 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       });
       unguard();
       await jobs.stop();
+      // No request can count a download any more: what is pending is written before the store closes.
+      await downloads.stop();
       await store.close();
     })();
     return closing;

@@ -9,7 +9,7 @@ import { archiveUrlFor } from './archive-url.js';
 import { findModules, moduleDownloadSummary, publishedVersion, readableModule, readableOrganizationIds, type ModuleFilter } from './catalog.js';
 import { normalizeRequestedVersion } from './names.js';
 import { protocolModule, protocolModuleDetail } from './serialize.js';
-import { getVersionForDownload, recordDownload, type ModuleWithOrg } from './store.js';
+import { getVersionForDownload, type ModuleWithOrg } from './store.js';
 
 const JSON_HEADERS = { 'Content-Type': 'application/json' };
 
@@ -89,7 +89,7 @@ export function protocolRoutes(deps: Deps): Hono<AppEnv> {
     if (!row || row.status !== 'ok') throw notFound(`version ${raw} of ${m.namespace}/${m.name}/${m.provider} not found`);
     const url = await archiveUrlFor(deps, m, row);
     // HEAD (Hono answers it with the GET handler) asks about the download without making one.
-    if (c.req.method === 'GET') await recordDownload(deps.db, m.id, deps.clock.now().toISOString().slice(0, 10));
+    if (c.req.method === 'GET') deps.downloads.count(m.id, deps.clock.now().toISOString().slice(0, 10));
     return c.body(null, 204, { 'X-Terraform-Get': url });
   };
 
