@@ -68,22 +68,31 @@ export class DownloadCounter {
   /** Starts the periodic flush. The timer never keeps the process alive by itself. */
   start(): void {
     if (this.timer) return;
-    this.timer = setInterval(() => void this.flush(), this.opts.flushMs);
+    this.timer = setInterval(() => void this.flushOnce(), this.opts.flushMs);
     this.timer.unref();
   }
 
   /** Counts one download of a module on a UTC day. Synchronous: no I/O on the download path. */
   count(moduleId: string, day: string): void {
     if (add(this.pending, moduleId, day, 1)) this.pendingKeys++;
-    if (this.pendingKeys >= this.maxKeys && !this.flushing) void this.flush();
+    if (this.pendingKeys >= this.maxKeys && !this.flushing) void this.flushOnce();
   }
 
   /**
-   * Writes every pending count in one transaction; resolves when done (never rejects). A flush in
-   * progress is waited for instead of running a second one beside it. On failure the counts go
-   * back into the pending map, merged with those counted meanwhile, for the next tick.
+   * Writes every count pending now; resolves when that write has ended (never rejects: a failed
+   * write leaves the counts pending, as at any tick). Waits for a flush in progress first.
    */
-  flush(): Promise<void> {
+  async flush(): Promise<void> {
+    while (this.flushing) await this.flushing;
+    await this.flushOnce();
+  }
+
+  /**
+   * Writes every pending count in one transaction, unless a flush is in progress (then resolves
+   * with it). Never rejects: on failure the counts go back into the pending map, merged with those
+   * counted meanwhile, for the next tick.
+   */
+  private flushOnce(): Promise<void> {
     if (this.flushing) return this.flushing;
     if (this.pendingKeys === 0) return Promise.resolve();
     const batch = this.pending;
@@ -93,19 +102,23 @@ export class DownloadCounter {
     this.writing = batch;
     this.epoch++;
     const rows = toRows(batch);
-    this.flushing = (async () => {
-      try {
-        const skipped = await this.writer(rows);
-        if (skipped > 0) this.logger.debug({ skipped }, 'download counts of deleted modules dropped');
-      } catch (err) {
-        for (const [moduleId, days] of batch) for (const [day, n] of days) if (add(this.pending, moduleId, day, n)) this.pendingKeys++;
-        this.logger.warn({ err, keys, downloads: sumOf(batch) }, 'could not write download counts; kept in memory, retrying at the next flush');
-      } finally {
+    // Every step a callback: none runs before this.flushing is set, whatever the writer does.
+    this.flushing = Promise.resolve()
+      .then(() => this.writer(rows))
+      .then(
+        (skipped) => {
+          if (skipped > 0) this.logger.debug({ skipped }, 'download counts of deleted modules dropped');
+        },
+        (err: unknown) => {
+          for (const [moduleId, days] of batch) for (const [day, n] of days) if (add(this.pending, moduleId, day, n)) this.pendingKeys++;
+          this.logger.warn({ err, keys, downloads: sumOf(batch) }, 'could not write download counts; kept in memory, retrying at the next flush');
+        },
+      )
+      .finally(() => {
         this.writing = null;
         this.flushing = null;
         this.epoch++;
-      }
-    })();
+      });
     return this.flushing;
   }
 
@@ -116,7 +129,6 @@ export class DownloadCounter {
   async stop(): Promise<void> {
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
-    await this.flush();
     await this.flush();
     if (this.pendingKeys > 0) this.logger.error({ downloads: sumOf(this.pending) }, 'download counts not written at shutdown: they are lost');
   }
