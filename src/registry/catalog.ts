@@ -14,6 +14,7 @@ import {
   latestVersionRows,
   listModules,
   listVersions,
+  summaryWindows,
   totalDownloads,
   type DownloadSummary,
   type LatestVersion,
@@ -121,8 +122,7 @@ export async function downloadsCounted(deps: Deps): Promise<number> {
 export async function moduleDownloadSummary(deps: Deps, m: ModuleWithOrg): Promise<DownloadSummary> {
   const today = deps.clock.now();
   const { rows: s, pending } = await deps.downloads.read(() => downloadSummary(deps.db, m.id, today), [m.id]);
-  const dayAgo = (n: number) => new Date(today.getTime() - n * 86_400_000).toISOString().slice(0, 10);
-  const [week, month, year] = [dayAgo(7), dayAgo(30), dayAgo(365)];
+  const { week, month, year } = summaryWindows(today);
   for (const [day, n] of pending.of(m.id)) {
     if (day > week) s.week += n;
     if (day > month) s.month += n;

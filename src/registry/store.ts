@@ -252,15 +252,21 @@ export interface DownloadSummary {
   total: number;
 }
 
+/** The summary's windows: a day counts in one when it is after the window's day (UTC). */
+export function summaryWindows(today: Date): { week: string; month: string; year: string } {
+  const dayAgo = (n: number) => new Date(today.getTime() - n * 86_400_000).toISOString().slice(0, 10);
+  return { week: dayAgo(7), month: dayAgo(30), year: dayAgo(365) };
+}
+
 /** Sums over the last 7, 30 and 365 UTC days, today included. */
 export async function downloadSummary(db: Queryable, moduleId: string, today: Date): Promise<DownloadSummary> {
-  const dayAgo = (n: number) => new Date(today.getTime() - n * 86_400_000).toISOString().slice(0, 10);
+  const w = summaryWindows(today);
   const r = await db
     .selectFrom('registry_module_downloads')
     .select([
-      sql<number>`coalesce(sum(case when day > ${dayAgo(7)} then count else 0 end), 0)`.as('week'),
-      sql<number>`coalesce(sum(case when day > ${dayAgo(30)} then count else 0 end), 0)`.as('month'),
-      sql<number>`coalesce(sum(case when day > ${dayAgo(365)} then count else 0 end), 0)`.as('year'),
+      sql<number>`coalesce(sum(case when day > ${w.week} then count else 0 end), 0)`.as('week'),
+      sql<number>`coalesce(sum(case when day > ${w.month} then count else 0 end), 0)`.as('month'),
+      sql<number>`coalesce(sum(case when day > ${w.year} then count else 0 end), 0)`.as('year'),
       sql<number>`coalesce(sum(count), 0)`.as('total'),
     ])
     .where('module_id', '=', moduleId)

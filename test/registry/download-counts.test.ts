@@ -5,6 +5,7 @@ import { capturingLogger, LEVEL, type LogLine } from '../helpers/logs.js';
 import { createOrganization, publish } from '../helpers/registry.js';
 import { ADMIN_TOKEN, startTestServer, tempDir, type TestServer } from '../helpers/server.js';
 import { openTestStore, testDatabaseFor } from '../helpers/store.js';
+import { eventually } from '../helpers/vcs-modules.js';
 
 /**
  * Download counts batched in memory (issue 14): a download increments a per-process map, a
@@ -26,16 +27,12 @@ async function written(dataDir: string): Promise<Map<string, number>> {
   }
 }
 
-/** Polls until ok (bounded); returns the last value read. */
-async function until<T>(read: () => Promise<T>, ok: (v: T) => boolean, what: string, ms = 20_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
+/** Polls read until ok (a bounded wait); returns the value that was ok. */
+const until = <T>(read: () => Promise<T>, ok: (v: T) => boolean, what: string): Promise<T> =>
+  eventually(async () => {
     const v = await read();
-    if (ok(v)) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; last: ${JSON.stringify(v instanceof Map ? [...v] : v)}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
+    return ok(v) ? v : undefined;
+  }, what, 20_000);
 
 const summaryOf = async (t: TestServer, name: string) => {
   const r = await t.api('GET', `/v2/modules/acme/${name}/aws/downloads/summary`);
