@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DownloadCounter } from '../../src/registry/downloads.js';
 import { spawnServer } from '../encryption/helpers.js';
 import { capturingLogger, LEVEL, type LogLine } from '../helpers/logs.js';
 import { createOrganization, publish } from '../helpers/registry.js';
@@ -138,6 +139,25 @@ describe('in one process', () => {
     const later = await until(() => written(t.dataDir), (w) => (w.get(keptId) ?? 0) >= 5, 'the next flush');
     expect(later.get(keptId)).toBe(5);
     expect((await t.api('GET', '/v2/modules/acme/gone/aws/downloads/summary')).status).toBe(404);
+  });
+
+  it('flushes at once, without waiting for the interval, when the pending keys reach the bound', async () => {
+    const keptId = (await summaryOf(t, 'kept')).id;
+    const before = (await written(t.dataDir)).get(keptId) ?? 0;
+    // A counter of its own on the same store, never started: only the bound can make it write.
+    const store = openTestStore(t.dataDir);
+    try {
+      const counter = new DownloadCounter(store.db, capturingLogger().logger, { flushMs: 3_600_000, maxKeys: 3 });
+      counter.count(keptId, '2001-01-01');
+      counter.count(keptId, '2001-01-02');
+      counter.count(keptId, '2001-01-02');
+      expect((await written(t.dataDir)).get(keptId) ?? 0).toBe(before);
+      counter.count(keptId, '2001-01-03');
+      const stored = await until(() => written(t.dataDir), (w) => (w.get(keptId) ?? 0) > before, 'the flush at the bound');
+      expect(stored.get(keptId)).toBe(before + 4);
+    } finally {
+      await store.close();
+    }
   });
 });
 
