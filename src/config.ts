@@ -53,6 +53,8 @@ export interface Config {
   uploadUrlTtlSeconds: number;
   /** How long a module upload's PUT waits for its ingestion before answering 202 (ms). */
   ingestWaitMs: number;
+  /** How often this process writes the module downloads it counted in memory (ms): what a crash can lose. */
+  downloadFlushMs: number;
   /** How often the registry upkeep gives back dead uploads' URLs and removes orphaned archives. */
   registryUpkeepIntervalSeconds: number;
   /** An unreferenced module archive is removed only once it is older than this (uploads in flight). */
@@ -362,6 +364,7 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): Config 
     archiveUrlTtlSeconds: int(env, 'TERRACE_ARCHIVE_URL_TTL', 300, 10, 7 * 24 * 3600),
     uploadUrlTtlSeconds: int(env, 'TERRACE_UPLOAD_URL_TTL', 3600, 10, 7 * 24 * 3600),
     ingestWaitMs: int(env, 'TERRACE_INGEST_WAIT_MS', 60_000, 0, 600_000),
+    downloadFlushMs: int(env, 'TERRACE_DOWNLOAD_FLUSH_MS', 250, 10, 60_000),
     registryUpkeepIntervalSeconds: int(env, 'TERRACE_REGISTRY_UPKEEP_INTERVAL', 300, 10, 24 * 3600),
     orphanBlobGraceSeconds: int(env, 'TERRACE_ORPHAN_BLOB_GRACE_SECONDS', 3600, 60, 7 * 24 * 3600),
     publicRead: bool(env, 'TERRACE_PUBLIC_READ', false),

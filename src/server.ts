@@ -7,6 +7,7 @@ import { serve, type ServerType } from '@hono/node-server';
 import { createApp } from './app.js';
 import { createMetrics } from './ops/metrics.js';
 import { leanRegistryPath, type NodeListener } from './registry/lean.js';
+import { DownloadCounter } from './registry/downloads.js';
 import { registryUpkeep } from './registry/ingest.js';
 import { createBlobStore, FsBlobStore } from './blobs/index.js';
 import { SealedBlobStore } from './blobs/sealed.js';
@@ -33,7 +34,7 @@ export interface RunningServer {
   generatedAdminToken: string | null;
   /** The background job runner (started unless TERRACE_JOBS=false; runDue() drives it by hand). */
   jobs: JobRunner;
-  /** Stop accepting, finish in-flight requests (up to the shutdown timeout), close the store. */
+  /** Stop accepting, finish in-flight requests (up to the shutdown timeout), write pending download counts, close the store. */
   close(): Promise<void>;
 }
 
@@ -71,7 +72,8 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   const generations = new Generations(store.db, logger, config.cacheSyncMs);
   await generations.sync();
   generations.start();
-  const deps: Deps = { config: { ...config }, store, db: store.db, blobs, clock, logger, secrets, generations };
+  const downloads = new DownloadCounter(store.db, logger, { flushMs: config.downloadFlushMs });
+  const deps: Deps = { config: { ...config }, store, db: store.db, blobs, clock, logger, secrets, generations, downloads };
   const generatedAdminToken = await ensureAdminToken(deps);
   if (stored instanceof FsBlobStore) await stored.sweepTemp(0);
   // Start-up repair of a process killed mid-publish: the registry upkeep once before serving (it
@@ -83,6 +85,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   // A start may bring a new current key, or find blobs from before encryption: then the upkeep runs at once.
   if (await upkeepPending(deps)) await enqueueOnce(deps.db, ENCRYPTION_UPKEEP, { run: null }, clock.now());
   if (config.jobsEnabled) jobs.start();
+  downloads.start();
   const metrics = createMetrics(deps);
   const app = createApp(deps, metrics);
   const lean = leanRegistryPath(deps, metrics);
@@ -139,6 +142,8 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
       });
       unguard();
       await jobs.stop();
+      // No request can count a download any more: what is pending is written before the store closes.
+      await downloads.stop();
       generations.stop();
       await store.close();
     })();

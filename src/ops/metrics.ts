@@ -1,8 +1,8 @@
 import type { MiddlewareHandler } from 'hono';
 import { routePath } from 'hono/route';
-import { sql } from 'kysely';
 import { collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import type { Deps } from '../deps.js';
+import { downloadsCounted } from '../registry/catalog.js';
 
 /**
  * Prometheus metrics. Request timings are per process; everything about the registry's content
@@ -44,9 +44,8 @@ export function createMetrics(deps: Deps): Metrics {
   fromStore('terrace_registry_module_versions', 'Published module versions', () =>
     count(deps.db.selectFrom('registry_module_versions').select((eb) => eb.fn.countAll<number>().as('n')).where('status', '=', 'ok').executeTakeFirst()),
   );
-  fromStore('terrace_registry_downloads', 'Module downloads counted since the registry began', () =>
-    count(deps.db.selectFrom('registry_module_downloads').select(sql<number>`coalesce(sum(count), 0)`.as('n')).executeTakeFirst()),
-  );
+  // The store's total plus this process's counts not yet written (at most TERRACE_DOWNLOAD_FLUSH_MS old).
+  fromStore('terrace_registry_downloads', 'Module downloads counted since the registry began', () => downloadsCounted(deps));
   fromStore('terrace_jobs_due', 'Background jobs due and not yet done', () =>
     count(deps.db.selectFrom('jobs').select((eb) => eb.fn.countAll<number>().as('n')).where('run_at', '<=', deps.clock.now().toISOString()).executeTakeFirst()),
   );

@@ -7,6 +7,7 @@ import { canManageModules } from './access.js';
 import { cachedModule } from './cache.js';
 import { sortVersionsDesc } from './names.js';
 import {
+  countedDownloads,
   dailyDownloads,
   downloadSummary,
   findModule,
@@ -15,6 +16,7 @@ import {
   latestVersionRows,
   listModules,
   listVersions,
+  summaryWindows,
   totalDownloads,
   type DownloadSummary,
   type LatestVersion,
@@ -67,7 +69,7 @@ export async function findModules(
 ): Promise<{ modules: ModuleSummary[]; hasMore: boolean }> {
   const organizationIds = await readableOrganizationIds(deps, p);
   const { rows, hasMore } = await listModules(deps.db, { ...filter, organizationIds, publishedOnly: true, ...page });
-  const [latest, downloads] = await Promise.all([latestVersionRows(deps.db, rows), totalDownloads(deps.db, rows.map((r) => r.id))]);
+  const [latest, downloads] = await Promise.all([latestVersionRows(deps.db, rows), moduleTotals(deps, rows.map((r) => r.id))]);
   return { modules: rows.map((m) => ({ module: m, latest: latest.get(m.id), downloads: downloads.get(m.id) ?? 0 })), hasMore };
 }
 
@@ -97,7 +99,7 @@ export async function publishedVersion(deps: Deps, m: ModuleWithOrg, version: st
   const [siblings, ok, downloads] = await Promise.all([
     findModulesByName(deps.db, m.namespace, m.name),
     listVersions(deps.db, m.id, 'ok'),
-    totalDownloads(deps.db, [m.id]),
+    moduleTotals(deps, [m.id]),
   ]);
   const versions = sortVersionsDesc(ok.map((v) => v.version));
   const byVersion = new Map(ok.map((v) => [v.version, v]));
@@ -110,15 +112,47 @@ export async function publishedVersion(deps: Deps, m: ModuleWithOrg, version: st
   };
 }
 
+/**
+ * Download counts are read as the table holds them plus this process's counts not yet written
+ * (src/registry/downloads.ts): an instance shows its own downloads at once, another instance
+ * once they are flushed (TERRACE_DOWNLOAD_FLUSH_MS).
+ */
+async function moduleTotals(deps: Deps, moduleIds: string[]): Promise<Map<string, number>> {
+  const { rows, pending } = await deps.downloads.read(() => totalDownloads(deps.db, moduleIds), moduleIds);
+  for (const id of moduleIds) {
+    const days = pending.of(id);
+    if (days.size) rows.set(id, (rows.get(id) ?? 0) + [...days.values()].reduce((a, b) => a + b, 0));
+  }
+  return rows;
+}
+
+/** Downloads counted since the registry began (the metrics' total). */
+export async function downloadsCounted(deps: Deps): Promise<number> {
+  const { rows, pending } = await deps.downloads.read(() => countedDownloads(deps.db));
+  return rows + pending.total;
+}
+
 export async function moduleDownloadSummary(deps: Deps, m: ModuleWithOrg): Promise<DownloadSummary> {
-  return downloadSummary(deps.db, m.id, deps.clock.now());
+  const today = deps.clock.now();
+  const { rows: s, pending } = await deps.downloads.read(() => downloadSummary(deps.db, m.id, today), [m.id]);
+  const { week, month, year } = summaryWindows(today);
+  for (const [day, n] of pending.of(m.id)) {
+    if (day > week) s.week += n;
+    if (day > month) s.month += n;
+    if (day > year) s.year += n;
+    s.total += n;
+  }
+  return s;
 }
 
 /** Downloads per UTC day over the last `days` days, today included, zeros filled in. */
 export async function moduleDownloadsByDay(deps: Deps, m: ModuleWithOrg, days: number): Promise<{ day: string; count: number }[]> {
   const today = deps.clock.now();
   const dayAt = (n: number) => new Date(today.getTime() - n * 86_400_000).toISOString().slice(0, 10);
-  const counts = new Map((await dailyDownloads(deps.db, m.id, dayAt(days - 1))).map((r) => [r.day, r.count]));
+  const since = dayAt(days - 1);
+  const { rows, pending } = await deps.downloads.read(() => dailyDownloads(deps.db, m.id, since), [m.id]);
+  const counts = new Map(rows.map((r) => [r.day, r.count]));
+  for (const [day, n] of pending.of(m.id)) if (day >= since) counts.set(day, (counts.get(day) ?? 0) + n);
   return Array.from({ length: days }, (_, i) => {
     const day = dayAt(days - 1 - i);
     return { day, count: counts.get(day) ?? 0 };

@@ -11,7 +11,7 @@ import { findModules, moduleDownloadSummary, publishedVersion, readableModule, r
 import { normalizeRequestedVersion } from './names.js';
 import { protocolModule, protocolModuleDetail } from './serialize.js';
 import { cachedDownloadVersion, versionsBody } from './cache.js';
-import { recordDownload, type ModuleWithOrg } from './store.js';
+import type { ModuleWithOrg } from './store.js';
 
 const JSON_HEADERS = { 'Content-Type': 'application/json' };
 const encoder = new TextEncoder();
@@ -34,7 +34,7 @@ export async function downloadLocation(deps: Deps, m: ModuleWithOrg, raw: string
   const row = version ? await cachedDownloadVersion(deps, m.id, version) : undefined;
   if (!row || row.status !== 'ok') throw notFound(`version ${raw} of ${m.namespace}/${m.name}/${m.provider} not found`);
   const url = await archiveUrlFor(deps, m, row);
-  if (count) await recordDownload(deps.db, m.id, deps.clock.now().toISOString().slice(0, 10));
+  if (count) deps.downloads.count(m.id, deps.clock.now().toISOString().slice(0, 10));
   return url;
 }
 

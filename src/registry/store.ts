@@ -213,13 +213,36 @@ export async function refreshModuleCache(db: Queryable, moduleId: string, now: s
   await putSearchDocument(db, moduleId, { name: module.name, provider: module.provider, description: module.description, readme: c.root.readme, interface: names.join(' ') });
 }
 
-/** Counts one download atomically in today's bucket. */
-export async function recordDownload(db: Queryable, moduleId: string, day: string): Promise<void> {
-  await db
-    .insertInto('registry_module_downloads')
-    .values({ module_id: moduleId, day, count: 1 })
-    .onConflict((oc) => oc.columns(['module_id', 'day']).doUpdateSet({ count: sql`registry_module_downloads.count + 1` }))
-    .execute();
+export interface DownloadCount {
+  module_id: string;
+  day: string;
+  count: number;
+}
+
+// Three parameters a row: well under SQLite's and PostgreSQL's limits on one statement.
+const DOWNLOAD_ROWS_PER_STATEMENT = 1000;
+
+/**
+ * Adds each row's count to its module's bucket for the day (count = count + n), so instances that
+ * write their own batches never overwrite each other. Rows of modules that no longer exist are
+ * skipped (their counts went with them); returns how many. Call inside one transaction.
+ */
+export async function addDownloadCounts(db: Queryable, rows: DownloadCount[]): Promise<number> {
+  const ids = [...new Set(rows.map((r) => r.module_id))];
+  const existing = new Set<string>();
+  for (let i = 0; i < ids.length; i += DOWNLOAD_ROWS_PER_STATEMENT) {
+    const found = await db.selectFrom('registry_modules').select('id').where('id', 'in', ids.slice(i, i + DOWNLOAD_ROWS_PER_STATEMENT)).execute();
+    for (const f of found) existing.add(f.id);
+  }
+  const kept = rows.filter((r) => existing.has(r.module_id));
+  for (let i = 0; i < kept.length; i += DOWNLOAD_ROWS_PER_STATEMENT) {
+    await db
+      .insertInto('registry_module_downloads')
+      .values(kept.slice(i, i + DOWNLOAD_ROWS_PER_STATEMENT))
+      .onConflict((oc) => oc.columns(['module_id', 'day']).doUpdateSet({ count: sql`registry_module_downloads.count + excluded.count` }))
+      .execute();
+  }
+  return rows.length - kept.length;
 }
 
 export interface DownloadSummary {
@@ -229,15 +252,21 @@ export interface DownloadSummary {
   total: number;
 }
 
+/** The summary's windows: a day counts in one when it is after the window's day (UTC). */
+export function summaryWindows(today: Date): { week: string; month: string; year: string } {
+  const dayAgo = (n: number) => new Date(today.getTime() - n * 86_400_000).toISOString().slice(0, 10);
+  return { week: dayAgo(7), month: dayAgo(30), year: dayAgo(365) };
+}
+
 /** Sums over the last 7, 30 and 365 UTC days, today included. */
 export async function downloadSummary(db: Queryable, moduleId: string, today: Date): Promise<DownloadSummary> {
-  const dayAgo = (n: number) => new Date(today.getTime() - n * 86_400_000).toISOString().slice(0, 10);
+  const w = summaryWindows(today);
   const r = await db
     .selectFrom('registry_module_downloads')
     .select([
-      sql<number>`coalesce(sum(case when day > ${dayAgo(7)} then count else 0 end), 0)`.as('week'),
-      sql<number>`coalesce(sum(case when day > ${dayAgo(30)} then count else 0 end), 0)`.as('month'),
-      sql<number>`coalesce(sum(case when day > ${dayAgo(365)} then count else 0 end), 0)`.as('year'),
+      sql<number>`coalesce(sum(case when day > ${w.week} then count else 0 end), 0)`.as('week'),
+      sql<number>`coalesce(sum(case when day > ${w.month} then count else 0 end), 0)`.as('month'),
+      sql<number>`coalesce(sum(case when day > ${w.year} then count else 0 end), 0)`.as('year'),
       sql<number>`coalesce(sum(count), 0)`.as('total'),
     ])
     .where('module_id', '=', moduleId)
@@ -288,6 +317,12 @@ export async function versionByUploadToken(db: Queryable, tokenHash: string) {
     .select(['registry_module_versions.id', 'registry_module_versions.module_id', 'registry_modules.organization_id'])
     .where('registry_module_versions.upload_token_hash', '=', tokenHash)
     .executeTakeFirst();
+}
+
+/** Every download in the table, all modules and days. */
+export async function countedDownloads(db: Queryable): Promise<number> {
+  const r = await db.selectFrom('registry_module_downloads').select(sql<number>`coalesce(sum(count), 0)`.as('n')).executeTakeFirst();
+  return Number(r?.n ?? 0);
 }
 
 /** Downloads per UTC day since a day (inclusive), oldest first; days without downloads are absent. */

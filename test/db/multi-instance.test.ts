@@ -180,17 +180,24 @@ describe.skipIf(testStore !== 'postgres')('two instances on one PostgreSQL and o
   });
 
   it('counts every download served by either instance, exactly', async () => {
-    const summary = async () => (await call(proxyUrl, 'GET', '/v2/modules/acme/net/aws/downloads/summary')).json.data.attributes;
-    const before = (await summary()).total as number;
+    // Each instance shows its own downloads at once and the other's once they are flushed (every
+    // TERRACE_DOWNLOAD_FLUSH_MS): wait, bounded, until both instances agree.
+    const totals = async () => Promise.all(targets.map(async (base) => (await call(base, 'GET', '/v2/modules/acme/net/aws/downloads/summary')).json.data.attributes.total as number));
+    const agreed = async (want?: number) => {
+      for (let i = 0; ; i++) {
+        const seen = await totals();
+        if (seen.every((s) => s === seen[0] && (want === undefined || s >= want))) return seen;
+        if (i >= 400) return seen;
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    };
+    const before = (await agreed())[0]!;
     const n = 40;
     const downloads = await Promise.all(Array.from({ length: n }, () => call(proxyUrl, 'GET', '/v1/modules/acme/net/aws/1.0.0/download')));
     expect(downloads.map((d) => d.status)).toEqual(downloads.map(() => 204));
     // HEAD is not a download.
     expect((await fetch(`${proxyUrl}/v1/modules/acme/net/aws/1.0.0/download`, { method: 'HEAD', headers: H })).status).toBe(204);
-    for (const base of targets) {
-      const s = (await call(base, 'GET', '/v2/modules/acme/net/aws/downloads/summary')).json.data.attributes;
-      expect(s.total).toBe(before + n);
-    }
+    expect(await agreed(before + n)).toEqual(targets.map(() => before + n));
   });
 
   it('serves on when one instance is killed, and the readiness of the survivor holds', async () => {

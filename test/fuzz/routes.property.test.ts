@@ -123,15 +123,24 @@ function describeRequest(req: FuzzRequest): string {
   return `${req.method} ${target} as ${req.actor} (${req.reason}), ${body}`;
 }
 
+/**
+ * The store once the download counts this process holds in memory are written: a download's
+ * count reaches the table a moment after its request, and must not show as a change of the next.
+ */
+async function settledSnapshot(): Promise<StoreSnapshot> {
+  await t.running.deps.downloads.flush();
+  return watcher.take();
+}
+
 /** Checks one request; returns its answer. twin: the GET a HEAD repeats (a HEAD answer has no body to read). */
 async function check(req: FuzzRequest, twin?: { status: number; text: string }): Promise<{ status: number; text: string }> {
   let before = last;
   last = undefined;
-  before ??= await watcher.take();
+  before ??= await settledSnapshot();
   const res = await rawRequest(t.url, req.method, req.target, req.headers, req.body, req.chunked).catch((err: Error) => {
     throw new Error(`${describeRequest(req)}: no answer: ${err.message}`);
   });
-  const after = await watcher.take();
+  const after = await settledSnapshot();
   last = after;
 
   if (process.env.FUZZ_TRACE) console.log(`${describeRequest(req).slice(0, 300)} → ${res.status} ${changes(before, after).join(',')}`);
