@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import { hotQuery, type Queryable } from '../db/index.js';
-import { putSearchDocument, removeSearchDocument, searchMatches } from '../db/dialect.js';
+import { putSearchDocument, removeSearchDocument, searchJoinColumn, searchMatches } from '../db/dialect.js';
 import { unclaimedTokenHash } from '../db/upload-claims.js';
 import type { RegistryModulesTable, RegistryModuleVersionsTable } from '../db/schema.js';
 import { emptyContents, type ModuleContents } from './inspect/index.js';
@@ -100,7 +100,7 @@ export async function listModules(db: Queryable, f: ModuleListFilter): Promise<{
     const matches = searchMatches(db, f.q);
     if (!matches) return { rows: [], hasMore: false };
     qb = qb
-      .innerJoin(matches.as('s'), (join) => join.onRef(sql.ref('s.module_id') as never, '=', 'registry_modules.id'))
+      .innerJoin(matches.as('s'), (join) => join.onRef(sql.ref('s.module_key') as never, '=', sql.ref(searchJoinColumn(db)) as never))
       .orderBy(sql`registry_modules.name_lower = ${f.q.trim().toLowerCase()}`, 'desc')
       .orderBy(sql`s.score`, 'desc') as unknown as typeof qb;
   }
