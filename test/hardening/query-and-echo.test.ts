@@ -120,3 +120,20 @@ describe('echoed input', () => {
     expect(r.text.length).toBeLessThan(5000);
   });
 });
+
+describe('a NUL character (%00) in the address', () => {
+  // PostgreSQL cannot compare a string holding NUL: without the check these were 500s there.
+  it('names nothing: 404 in the surface’s own format, for a path and for a query, on either store', async () => {
+    for (const p of ['/api/v2/organizations/acme%00', `/api/v2/workspaces/${wsId}%00x`, '/api/v2/organizations/acme/workspaces?search%5Bname%5D=we%00b']) {
+      const r = await t.api('GET', p);
+      expect(r.status, p).toBe(404);
+      expect(r.json.errors[0]).toMatchObject({ status: '404', title: 'not found' });
+    }
+    const registry = await t.api('GET', '/v1/modules/acme%00/net/aws/versions');
+    expect(registry.status).toBe(404);
+    expect(registry.json.errors).toEqual([expect.any(String)]);
+    // The same names without the NUL are there.
+    expect((await t.api('GET', '/api/v2/organizations/acme')).status).toBe(200);
+    expect((await t.api('GET', '/api/v2/organizations/acme/workspaces?search%5Bname%5D=web')).status).toBe(200);
+  });
+});
