@@ -136,4 +136,17 @@ describe('a NUL character (%00) in the address', () => {
     expect((await t.api('GET', '/api/v2/organizations/acme')).status).toBe(200);
     expect((await t.api('GET', '/api/v2/organizations/acme/workspaces?search%5Bname%5D=web')).status).toBe(200);
   });
+
+  it('in a JSON body is refused with a 422 naming the member, and nothing is stored', async () => {
+    const body = (description: string) => ({ data: { type: 'workspaces', attributes: { description } } });
+    const r = await t.api('PATCH', `/api/v2/workspaces/${wsId}`, { body: body('before\u0000after') });
+    expect(r.status).toBe(422);
+    expect(r.json.errors[0]).toMatchObject({ status: '422', source: { pointer: '/data/attributes/description' } });
+    expect(r.json.errors[0].detail).toContain('NUL character');
+    expect((await t.api('GET', `/api/v2/workspaces/${wsId}`)).json.data.attributes.description).not.toContain('before');
+    // An escaped backslash followed by "u0000" is six ordinary characters.
+    const ok = await t.api('PATCH', `/api/v2/workspaces/${wsId}`, { body: body('a \\u0000 b') });
+    expect(ok.status).toBe(200);
+    expect(ok.json.data.attributes.description).toBe('a \\u0000 b');
+  });
 });
