@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PROCESS_STATE_VERSION } from '../../src/state/processing.js';
-import { spawnServer, startRoundRobin, type RoundRobin, type ServerProcess } from '../helpers/instances.js';
+import { forward, spawnServer, startRoundRobin, type RoundRobin, type ServerProcess } from '../helpers/instances.js';
 import { createTestDatabase } from '../helpers/postgres.js';
 import { startS3Fake, type S3Fake } from '../helpers/s3.js';
 import { callApi, tempDir } from '../helpers/server.js';
@@ -40,20 +40,7 @@ async function startGate(s3Endpoint: string, read: Set<string>): Promise<Gate> {
   const waiting: (() => void)[] = [];
   const held: string[] = [];
   const server = http.createServer((req, res) => {
-    const pass = () => {
-      const upstream = http.request(
-        { host: target.hostname, port: target.port, method: req.method, path: req.url, headers: { ...req.headers, host: target.host } },
-        (ures) => {
-          res.writeHead(ures.statusCode ?? 502, ures.headers);
-          ures.pipe(res);
-        },
-      );
-      upstream.on('error', () => {
-        if (!res.headersSent) res.writeHead(502);
-        res.end();
-      });
-      req.pipe(upstream);
-    };
+    const pass = () => forward(req, res, target);
     const p = new URL(req.url ?? '/', 'http://gate').pathname;
     if (req.method === 'GET' && STATE_FILE.test(p) && read.has(p) && closed) {
       held.push(p);

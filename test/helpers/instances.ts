@@ -64,6 +64,22 @@ export async function spawnServer(dataDir: string, env: Record<string, string>):
   throw new Error(`the server did not start:\n${out}`);
 }
 
+/** Passes one request on to target (its origin), bodies streamed both ways; 502 if target fails. */
+export function forward(req: http.IncomingMessage, res: http.ServerResponse, target: URL): void {
+  const upstream = http.request(
+    { host: target.hostname, port: target.port, method: req.method, path: req.url, headers: { ...req.headers, host: target.host } },
+    (ures) => {
+      res.writeHead(ures.statusCode ?? 502, ures.headers);
+      ures.pipe(res);
+    },
+  );
+  upstream.on('error', () => {
+    if (!res.headersSent) res.writeHead(502);
+    res.end();
+  });
+  req.pipe(upstream);
+}
+
 export interface RoundRobin {
   url: string;
   /** The instances behind it (base URLs); change it to take one out. */
@@ -85,18 +101,7 @@ export async function startRoundRobin(targets: string[] = []): Promise<RoundRobi
     }
     const target = new URL(targets[next++ % targets.length]!);
     served.set(target.origin, (served.get(target.origin) ?? 0) + 1);
-    const upstream = http.request(
-      { host: target.hostname, port: target.port, method: req.method, path: req.url, headers: { ...req.headers, host: target.host } },
-      (ures) => {
-        res.writeHead(ures.statusCode ?? 502, ures.headers);
-        ures.pipe(res);
-      },
-    );
-    upstream.on('error', () => {
-      if (!res.headersSent) res.writeHead(502);
-      res.end();
-    });
-    req.pipe(upstream);
+    forward(req, res, target);
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
   return {
