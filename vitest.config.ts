@@ -2,8 +2,8 @@ import { defineConfig } from 'vitest/config';
 import { postgresAvailable } from './test/helpers/postgres.js';
 
 /**
- * The API test directories that also run against a real PostgreSQL (the "postgres" project).
- * A domain whose SQL must work on both stores adds its directory here.
+ * The test directories that also run against a real PostgreSQL (the "postgres" project): all of
+ * them. A new test directory is added here too.
  */
 export const POSTGRES_TEST_DIRS = [
   'registry',
@@ -19,18 +19,34 @@ export const POSTGRES_TEST_DIRS = [
   'projects',
   'db',
   'vcs',
+  'blobs',
+  'cli',
+  'foundation',
+  'fuzz',
+  'gotfe',
+  'http',
+  'web',
 ];
 
 /**
  * Files in those directories that test nothing the store takes part in, and are slow: they run
- * on SQLite only. (Archive parsing and decompression bounds, a Go client build, connection
- * limits, and a memory measurement of a server process on its own data dir.)
+ * on SQLite only.
  */
 const POSTGRES_SKIP_FILES = [
+  // A Go client (go-getter) built and run against archive URLs.
   'test/registry/go-getter.test.ts',
+  // Archive parsing and decompression bounds.
   'test/registry/decompression-bomb.test.ts',
+  // Connection limits of the listener.
   'test/hardening/connections.test.ts',
+  // A memory measurement of a server process on its own data dir.
   'test/encryption/memory.test.ts',
+  // The blob drivers (fs, S3, sealed) on their own, with no SQL store.
+  'test/blobs/conformance.test.ts',
+  // Signals, exit codes and the first-start token of server processes on their own SQLite data dirs.
+  'test/foundation/process.test.ts',
+  // Where the CLI finds its token (environment, CLI config, credentials file); the server only checks it.
+  'test/cli/credentials.test.ts',
 ];
 
 const pg = postgresAvailable();

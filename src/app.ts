@@ -89,6 +89,14 @@ export function createApp(deps: Deps, metrics: Metrics = createMetrics(deps)): H
   app.use('/api/*', (c, next) =>
     isStateVersionCreate(c.req.method, c.req.path) || isPlanJsonUpload(c.req.method, c.req.path) ? next() : jsonBodyLimit(c, next),
   );
+  // No name, id, token or filter value in Terrace holds a NUL character, and PostgreSQL refuses
+  // to compare a string that does (an error, not "no such row"): a path or query carrying one
+  // (%00) names nothing, on either store.
+  app.use('*', async (c, next) => {
+    const u = new URL(c.req.url);
+    if (u.pathname.includes('%00') || u.search.includes('%00')) throw notFound(`no such resource: the address holds a NUL character (%00)`);
+    await next();
+  });
   app.use('/api/*', authenticate(deps));
   app.use('/v1/*', authenticate(deps));
   app.use('/v2/*', authenticate(deps));

@@ -30,11 +30,41 @@ export async function readJson(c: Context): Promise<unknown> {
   }
   const text = await c.req.text();
   if (text.trim() === '') throw unprocessable('a JSON request body is required', '');
+  let parsed: unknown;
   try {
-    return JSON.parse(text);
+    parsed = JSON.parse(text);
   } catch (err) {
     throw badRequest(`the request body is not valid JSON: ${(err as Error).message}`);
   }
+  // In JSON text a NUL can only arrive escaped; most bodies are spared the walk.
+  if (text.includes('\\u0000')) {
+    const at = nulPointer(parsed);
+    if (at !== null) throw unprocessable(`${at || 'the body'}: text must not contain a NUL character (\\u0000)`, at);
+  }
+  return parsed;
+}
+
+/**
+ * The JSON pointer of the first string (member name or value) holding a NUL character, or null.
+ * No text Terrace keeps may hold one: PostgreSQL cannot store it, so both stores refuse it alike.
+ */
+function nulPointer(root: unknown): string | null {
+  const stack: [unknown, string][] = [[root, '']];
+  while (stack.length) {
+    const [v, at] = stack.pop()!;
+    if (typeof v === 'string') {
+      if (v.includes('\0')) return at;
+    } else if (Array.isArray(v)) {
+      v.forEach((x, i) => stack.push([x, `${at}/${i}`]));
+    } else if (typeof v === 'object' && v !== null) {
+      for (const [k, x] of Object.entries(v)) {
+        const here = `${at}/${k.replace(/~/g, '~0').replace(/\//g, '~1')}`;
+        if (k.includes('\0')) return here;
+        stack.push([x, here]);
+      }
+    }
+  }
+  return null;
 }
 
 function isObject(v: unknown): v is Record<string, unknown> {

@@ -1,12 +1,9 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { spawnServer, startRoundRobin, type RoundRobin, type ServerProcess } from '../helpers/instances.js';
 import { createTestDatabase } from '../helpers/postgres.js';
 import { moduleTarball } from '../helpers/registry.js';
 import { startS3Fake, type S3Fake } from '../helpers/s3.js';
-import { jsonOrUndefined, tempDir } from '../helpers/server.js';
+import { ADMIN_TOKEN, jsonOrUndefined, tempDir } from '../helpers/server.js';
 import { postgresAdminUrl, testStore } from '../helpers/store.js';
 
 /**
@@ -14,65 +11,15 @@ import { postgresAdminUrl, testStore } from '../helpers/store.js';
  * address (a round-robin proxy, as a load balancer would be). postgres project only.
  */
 
-const root = path.resolve(import.meta.dirname, '../..');
-const tsx = path.join(root, 'node_modules/.bin/tsx');
-const ADMIN = 'multi-instance-admin-token-0123456789';
-const H = { Authorization: `Bearer ${ADMIN}`, 'Content-Type': 'application/vnd.api+json', Accept: 'application/vnd.api+json' };
-
-interface Instance {
-  child: ChildProcess;
-  url: string;
-  out: () => string;
-}
+const H = { Authorization: `Bearer ${ADMIN_TOKEN}`, 'Content-Type': 'application/vnd.api+json', Accept: 'application/vnd.api+json' };
 
 let s3: S3Fake;
 let dropDb: () => Promise<void>;
-let proxy: http.Server;
+let proxy: RoundRobin;
 let proxyUrl: string;
-const targets: string[] = [];
-const served = new Map<string, number>();
-const instances: Instance[] = [];
-
-async function startInstance(env: Record<string, string>): Promise<Instance> {
-  const child = spawn(tsx, ['src/main.ts'], {
-    cwd: root,
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', PORT: '0', TERRACE_LOG_LEVEL: 'info', TERRACE_DATA_DIR: tempDir(), ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  child.stdout!.on('data', (d) => (out = (out + d).slice(-20_000)));
-  child.stderr!.on('data', (d) => (out = (out + d).slice(-20_000)));
-  for (let i = 0; i < 1200; i++) {
-    const m = out.match(/"url":"(http:\/\/[^"]+)"/);
-    if (m) return { child, url: m[1]!, out: () => out };
-    if (child.exitCode !== null) break;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  child.kill('SIGKILL');
-  throw new Error(`instance did not start:\n${out}`);
-}
-
-/** Each request to the next instance in turn; bodies streamed both ways. */
-function startProxy(): Promise<string> {
-  let next = 0;
-  proxy = http.createServer((req, res) => {
-    const target = new URL(targets[next++ % targets.length]!);
-    served.set(target.origin, (served.get(target.origin) ?? 0) + 1);
-    const upstream = http.request(
-      { host: target.hostname, port: target.port, method: req.method, path: req.url, headers: { ...req.headers, host: target.host } },
-      (ures) => {
-        res.writeHead(ures.statusCode ?? 502, ures.headers);
-        ures.pipe(res);
-      },
-    );
-    upstream.on('error', () => {
-      if (!res.headersSent) res.writeHead(502);
-      res.end();
-    });
-    req.pipe(upstream);
-  });
-  return new Promise((resolve) => proxy.listen(0, '127.0.0.1', () => resolve(`http://127.0.0.1:${(proxy.address() as AddressInfo).port}`)));
-}
+let targets: string[];
+let served: Map<string, number>;
+const instances: ServerProcess[] = [];
 
 async function call(base: string, method: string, p: string, body?: unknown) {
   const res = await fetch(base + p, { method, headers: H, body: body === undefined ? undefined : JSON.stringify(body), redirect: 'manual' });
@@ -88,17 +35,17 @@ describe.skipIf(testStore !== 'postgres')('two instances on one PostgreSQL and o
     s3 = await startS3Fake();
     const db = await createTestDatabase(postgresAdminUrl());
     dropDb = db.drop;
-    proxyUrl = await startProxy();
+    proxy = await startRoundRobin();
+    ({ url: proxyUrl, targets, served } = proxy);
     const env = {
       ...s3.env,
       TERRACE_DATABASE_URL: db.url,
       TERRACE_SECRET_KEY: 'one-key-shared-by-both-instances-0123456789',
-      TERRACE_ADMIN_TOKEN: ADMIN,
       TERRACE_PUBLIC_URL: proxyUrl,
     };
     // One after the other, then together: the second start finds the schema migrated.
-    instances.push(await startInstance(env));
-    instances.push(await startInstance(env));
+    instances.push(await spawnServer(tempDir(), env));
+    instances.push(await spawnServer(tempDir(), env));
     targets.push(...instances.map((i) => i.url));
     expect((await call(proxyUrl, 'POST', '/api/v2/organizations', { data: { type: 'organizations', attributes: { name: 'acme', email: 'ops@example.com' } } })).status).toBe(201);
     const mod = await call(proxyUrl, 'POST', '/api/v2/organizations/acme/registry-modules', {
@@ -108,14 +55,14 @@ describe.skipIf(testStore !== 'postgres')('two instances on one PostgreSQL and o
   }, 120_000);
 
   afterAll(async () => {
-    for (const i of instances) if (i.child.exitCode === null) i.child.kill('SIGKILL');
-    await new Promise((r) => proxy?.close(r));
+    for (const i of instances) await i.kill();
+    await proxy?.close();
     await dropDb?.();
     await s3?.close();
   });
 
   it('publishes through one instance and serves the archive through the other', async () => {
-    const [a, b] = instances as [Instance, Instance];
+    const [a, b] = instances as [ServerProcess, ServerProcess];
     const v = await call(a.url, 'POST', VERSIONS, versionBody('0.1.0'));
     expect(v.status).toBe(201);
     const uploadUrl = new URL(v.json.data.links.upload as string);
@@ -159,7 +106,7 @@ describe.skipIf(testStore !== 'postgres')('two instances on one PostgreSQL and o
   });
 
   it('creates one version once when both instances are asked at the same moment', async () => {
-    const [a, b] = instances as [Instance, Instance];
+    const [a, b] = instances as [ServerProcess, ServerProcess];
     const attempts = await Promise.all([a, b, a, b].map((i) => call(i.url, 'POST', VERSIONS, versionBody('2.0.0'))));
     const statuses = attempts.map((r) => r.status).sort();
     expect(statuses).toEqual([201, 422, 422, 422]);
@@ -201,9 +148,8 @@ describe.skipIf(testStore !== 'postgres')('two instances on one PostgreSQL and o
   });
 
   it('serves on when one instance is killed, and the readiness of the survivor holds', async () => {
-    const [a, b] = instances as [Instance, Instance];
-    a.child.kill('SIGKILL');
-    await new Promise((r) => a.child.once('exit', r));
+    const [a, b] = instances as [ServerProcess, ServerProcess];
+    await a.kill();
     targets.splice(0, targets.length, b.url);
     expect((await call(proxyUrl, 'GET', '/readyz')).status).toBe(200);
     const listed = await call(proxyUrl, 'GET', '/v1/modules/acme/net/aws/versions');

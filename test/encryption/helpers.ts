@@ -1,10 +1,8 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { createOrg } from '../helpers/organizations.js';
-import { ADMIN_TOKEN, type TestServer } from '../helpers/server.js';
+import type { TestServer } from '../helpers/server.js';
 import { createWorkspace, jsonStateOutputs, lock, pushState } from '../helpers/state.js';
-import { storeEnv } from '../helpers/store.js';
 
 /** A state whose secrets must never be found at rest: a sensitive output and a resource attribute. */
 export function secretState(tag: string, serial = 1) {
@@ -93,43 +91,3 @@ export async function download(url: string): Promise<{ status: number; body: Buf
   }
 }
 
-const ROOT = path.resolve(import.meta.dirname, '../..');
-
-export interface ServerProcess {
-  proc: ChildProcess;
-  url: string;
-  /** The server's own process (node itself, no wrapper): SIGKILL kills the server, /proc/<pid> is its memory. */
-  pid: number;
-  stop(): Promise<void>;
-}
-
-/**
- * A real server process on dataDir: `node --import tsx src/main.ts`, configured by env only, the
- * admin token ADMIN_TOKEN. Resolves once it logs its URL (bounded wait).
- */
-export async function spawnServer(dataDir: string, env: Record<string, string>): Promise<ServerProcess> {
-  const proc = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
-    cwd: ROOT,
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', PORT: '0', TERRACE_DATA_DIR: dataDir, TERRACE_ADMIN_TOKEN: ADMIN_TOKEN, TERRACE_LOG_LEVEL: 'info', ...storeEnv(dataDir), ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  proc.stdout!.on('data', (d) => (out = (out + d).slice(-64_000)));
-  proc.stderr!.on('data', (d) => (out = (out + d).slice(-64_000)));
-  const stop = async () => {
-    if (proc.exitCode !== null || proc.signalCode !== null) return;
-    const exited = new Promise((r) => proc.once('exit', r));
-    proc.kill('SIGTERM');
-    const timer = setTimeout(() => proc.kill('SIGKILL'), 10_000);
-    await exited;
-    clearTimeout(timer);
-  };
-  for (let i = 0; i < 1200; i++) {
-    const m = /"url":"(http:\/\/[^"]+)"/.exec(out);
-    if (m) return { proc, url: m[1]!, pid: proc.pid!, stop };
-    if (proc.exitCode !== null) break;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  await stop();
-  throw new Error(`the server did not start:\n${out}`);
-}

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { measureStateTransfer } from '../../bench/encrypted-state-memory.js';
 import { ADMIN_TOKEN, tempDir } from '../helpers/server.js';
-import { spawnServer, type ServerProcess } from './helpers.js';
+import { spawnServer, type ServerProcess } from '../helpers/instances.js';
 
 // The suite's proportional version of bench/encrypted-state-memory.ts (500 MiB, numbers in
 // docs/performance.md): a 96 MiB state, generated streaming, through the upload URL and back

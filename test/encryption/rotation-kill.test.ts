@@ -1,7 +1,8 @@
 import fs from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ADMIN_TOKEN, startTestServer, tempDir } from '../helpers/server.js';
-import { download, orgNamed, pushSecretState, spawnServer, type ServerProcess } from './helpers.js';
+import { spawnServer, type ServerProcess } from '../helpers/instances.js';
+import { download, orgNamed, pushSecretState } from './helpers.js';
 
 const NEW_KEY = `k2:${Buffer.alloc(32, 7).toString('base64')}`;
 const dataDir = tempDir('terrace-enc-kill-');

@@ -57,7 +57,7 @@ beforeAll(async () => {
   // A token's first use records last_used_at; the clock does not move, so after this never again.
   for (const actor of actors) await rawRequest(t.url, 'GET', '/api/v2/ping', actor.authorization ? [['Authorization', actor.authorization]] : []);
   world = { tenants: { a, b }, actors, paramlessPaths: new Set(routes.filter((r) => r.params.length === 0).map((r) => r.path)) };
-  watcher = new StoreWatcher(t.dataDir, t.running.deps.blobs);
+  watcher = await StoreWatcher.open(t.dataDir, t.running.deps.blobs);
 }, 120_000);
 
 afterAll(async () => {
@@ -65,7 +65,7 @@ afterAll(async () => {
     const lines = [...knownHits].map(([id, h]) => `  ${id}: ${h.count} request(s), e.g. ${h.example}`);
     console.log(`fuzz: known defects still present (KNOWN_DEFECTS):\n${lines.join('\n')}`);
   }
-  watcher?.close();
+  await watcher?.close();
   await t.close();
 });
 

@@ -1,33 +1,56 @@
 import { createHash } from 'node:crypto';
 import path from 'node:path';
 import SQLite from 'better-sqlite3';
+import pg from 'pg';
 import type { BlobStore } from '../../src/blobs/types.js';
+import { storeEnv } from '../helpers/store.js';
 
 /**
  * What "nothing changed" compares: a hash of every row of every table (read through a separate
- * read-only connection, so the check shares nothing with the code under test) and every blob
- * key with its size and a hash of its bytes.
+ * read-only connection to the SQLite file or the PostgreSQL database, so the check shares nothing
+ * with the code under test) and every blob key with its size and a hash of its bytes.
  */
 export interface StoreSnapshot {
   tables: Record<string, string>;
   blobs: Record<string, string>;
 }
 
-export class StoreWatcher {
-  private readonly sqlite: SQLite.Database;
-  private readonly tables: { name: string; select: SQLite.Statement }[];
+/** Every row of one table, each as an array of its column values in column order. */
+type TableReader = { name: string; rows: () => Promise<unknown[][]> };
 
-  constructor(
-    dataDir: string,
+export class StoreWatcher {
+  private constructor(
+    private readonly tables: TableReader[],
     private readonly blobStore: BlobStore,
-  ) {
-    this.sqlite = new SQLite(path.join(dataDir, 'terrace.db'), { readonly: true, fileMustExist: true });
-    const names = this.sqlite
-      .prepare("select name from sqlite_master where type = 'table' and name not like 'sqlite_%' order by name")
-      .pluck()
-      .all() as string[];
+    private readonly release: () => Promise<void>,
+  ) {}
+
+  /** Watches the store of the test server on dataDir: its SQLite file, or its PostgreSQL database. */
+  static async open(dataDir: string, blobStore: BlobStore): Promise<StoreWatcher> {
+    const url = storeEnv(dataDir).TERRACE_DATABASE_URL;
+    if (url) {
+      const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 10_000 });
+      await client.connect();
+      await client.query('set default_transaction_read_only = on');
+      const names = (
+        await client.query<{ name: string }>(
+          "select table_name as name from information_schema.tables where table_schema = current_schema() and table_type = 'BASE TABLE' order by table_name",
+        )
+      ).rows.map((r) => r.name);
+      const tables = names.map((name) => ({
+        name,
+        rows: async () => (await client.query({ text: `select * from "${name.replace(/"/g, '""')}"`, rowMode: 'array' })).rows as unknown[][],
+      }));
+      return new StoreWatcher(tables, blobStore, () => client.end());
+    }
+    const sqlite = new SQLite(path.join(dataDir, 'terrace.db'), { readonly: true, fileMustExist: true });
+    const names = sqlite.prepare("select name from sqlite_master where type = 'table' and name not like 'sqlite_%' order by name").pluck().all() as string[];
     // Every column, in a stable order: a row's identity is its whole content.
-    this.tables = names.map((name) => ({ name, select: this.sqlite.prepare(`select * from "${name.replace(/"/g, '""')}"`).raw(true) }));
+    const tables = names.map((name) => {
+      const select = sqlite.prepare(`select * from "${name.replace(/"/g, '""')}"`).raw(true);
+      return { name, rows: async () => select.all() as unknown[][] };
+    });
+    return new StoreWatcher(tables, blobStore, async () => void sqlite.close());
   }
 
   tableNames(): string[] {
@@ -37,7 +60,7 @@ export class StoreWatcher {
   async take(): Promise<StoreSnapshot> {
     const tables: Record<string, string> = {};
     for (const t of this.tables) {
-      const rows = (t.select.all() as unknown[][]).map((r) => JSON.stringify(r, (_k, v) => (Buffer.isBuffer(v) ? v.toString('hex') : v)));
+      const rows = (await t.rows()).map((r) => JSON.stringify(r, (_k, v) => (Buffer.isBuffer(v) ? v.toString('hex') : v)));
       rows.sort();
       tables[t.name] = createHash('sha256').update(rows.join('\n')).digest('hex');
     }
@@ -50,8 +73,8 @@ export class StoreWatcher {
     return { tables, blobs };
   }
 
-  close(): void {
-    this.sqlite.close();
+  async close(): Promise<void> {
+    await this.release();
   }
 }
 

@@ -120,3 +120,33 @@ describe('echoed input', () => {
     expect(r.text.length).toBeLessThan(5000);
   });
 });
+
+describe('a NUL character (%00) in the address', () => {
+  // PostgreSQL cannot compare a string holding NUL: without the check these were 500s there.
+  it('names nothing: 404 in the surface’s own format, for a path and for a query, on either store', async () => {
+    for (const p of ['/api/v2/organizations/acme%00', `/api/v2/workspaces/${wsId}%00x`, '/api/v2/organizations/acme/workspaces?search%5Bname%5D=we%00b']) {
+      const r = await t.api('GET', p);
+      expect(r.status, p).toBe(404);
+      expect(r.json.errors[0]).toMatchObject({ status: '404', title: 'not found' });
+    }
+    const registry = await t.api('GET', '/v1/modules/acme%00/net/aws/versions');
+    expect(registry.status).toBe(404);
+    expect(registry.json.errors).toEqual([expect.any(String)]);
+    // The same names without the NUL are there.
+    expect((await t.api('GET', '/api/v2/organizations/acme')).status).toBe(200);
+    expect((await t.api('GET', '/api/v2/organizations/acme/workspaces?search%5Bname%5D=web')).status).toBe(200);
+  });
+
+  it('in a JSON body is refused with a 422 naming the member, and nothing is stored', async () => {
+    const body = (description: string) => ({ data: { type: 'workspaces', attributes: { description } } });
+    const r = await t.api('PATCH', `/api/v2/workspaces/${wsId}`, { body: body('before\u0000after') });
+    expect(r.status).toBe(422);
+    expect(r.json.errors[0]).toMatchObject({ status: '422', source: { pointer: '/data/attributes/description' } });
+    expect(r.json.errors[0].detail).toContain('NUL character');
+    expect((await t.api('GET', `/api/v2/workspaces/${wsId}`)).json.data.attributes.description).not.toContain('before');
+    // An escaped backslash followed by "u0000" is six ordinary characters.
+    const ok = await t.api('PATCH', `/api/v2/workspaces/${wsId}`, { body: body('a \\u0000 b') });
+    expect(ok.status).toBe(200);
+    expect(ok.json.data.attributes.description).toBe('a \\u0000 b');
+  });
+});

@@ -80,20 +80,7 @@ export async function startTestServer(
     dataDir,
     adminToken: ADMIN_TOKEN,
     clock,
-    async api(method, pathAndQuery, o = {}) {
-      const headers: Record<string, string> = { Accept: 'application/vnd.api+json', ...o.headers };
-      const token = o.token === undefined ? ADMIN_TOKEN : o.token;
-      if (token !== null) headers.Authorization = `Bearer ${token}`;
-      let body: string | Buffer | undefined;
-      if (o.rawBody !== undefined) body = o.rawBody;
-      else if (o.body !== undefined) body = JSON.stringify(o.body);
-      if (body !== undefined && !Object.keys(headers).some((h) => h.toLowerCase() === 'content-type')) {
-        headers['Content-Type'] = 'application/vnd.api+json';
-      }
-      const res = await fetch(url + pathAndQuery, { method, headers, body, redirect: 'manual' });
-      const text = await res.text();
-      return { status: res.status, headers: res.headers, text, json: jsonOrUndefined(text) };
-    },
+    api: (method, pathAndQuery, o) => callApi(url, method, pathAndQuery, o),
     async close(o = {}) {
       await running.close();
       if (!o.keepData && !opts.dataDir) {
@@ -102,6 +89,33 @@ export async function startTestServer(
       }
     },
   };
+}
+
+/**
+ * Calls a Terrace at base over real HTTP, as TestServer.api does: body objects are sent as
+ * JSON:API; token defaults to the site-admin token, null sends none.
+ */
+export async function callApi(base: string, method: string, pathAndQuery: string, o: RequestOptions = {}): Promise<TestResponse> {
+  const headers: Record<string, string> = { Accept: 'application/vnd.api+json', ...o.headers };
+  const token = o.token === undefined ? ADMIN_TOKEN : o.token;
+  if (token !== null) headers.Authorization = `Bearer ${token}`;
+  let body: string | Buffer | undefined;
+  if (o.rawBody !== undefined) body = o.rawBody;
+  else if (o.body !== undefined) body = JSON.stringify(o.body);
+  if (body !== undefined && !Object.keys(headers).some((h) => h.toLowerCase() === 'content-type')) {
+    headers['Content-Type'] = 'application/vnd.api+json';
+  }
+  const res = await fetch(base + pathAndQuery, { method, headers, body, redirect: 'manual' });
+  const text = await res.text();
+  return { status: res.status, headers: res.headers, text, json: jsonOrUndefined(text) };
+}
+
+/**
+ * The same server reached at another address (a proxy in front of it, or another instance on the
+ * same store): helpers that take a TestServer then call through there.
+ */
+export function reachedAt(t: TestServer, base: string): TestServer {
+  return { ...t, url: base, api: (method, pathAndQuery, o) => callApi(base, method, pathAndQuery, o) };
 }
 
 /** Creates a user through the admin API and a token for it; returns both. */
