@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DownloadCounter } from '../../src/registry/downloads.js';
-import { spawnServer } from '../encryption/helpers.js';
+import { spawnServer } from '../helpers/instances.js';
 import { capturingLogger, LEVEL, type LogLine } from '../helpers/logs.js';
 import { createOrganization, publish } from '../helpers/registry.js';
 import { ADMIN_TOKEN, startTestServer, tempDir, type TestServer } from '../helpers/server.js';
