@@ -534,6 +534,16 @@ export function copySeed(seedDir: string, runDir: string): void {
   }
 }
 
+/**
+ * A data directory that only shares the seed's blobs (symlinked), for instances whose database is
+ * elsewhere (PostgreSQL seeded from the same rows): several instances may share it.
+ */
+export function shareSeedBlobs(seedDir: string, dataDir: string): void {
+  fs.rmSync(dataDir, { recursive: true, force: true });
+  fs.mkdirSync(dataDir, { recursive: true });
+  fs.symlinkSync(path.join(seedDir, 'blobs'), path.join(dataDir, 'blobs'), 'dir');
+}
+
 async function main(): Promise<void> {
   const flags = parseFlags(process.argv.slice(2), { dir: 'string', orgs: 'string', 'modules-per-org': 'string', versions: 'string', 'reader-orgs': 'string' });
   const opts: SeedOptions = {
