@@ -249,6 +249,7 @@ function resultsMarkdown(
     bodyBytes: number;
     postgres: BenchPostgres | null;
     started: { label: string; proc: TerraceProcess }[];
+    emptyStartupMs: number;
   },
   skipped: string[],
 ): string {
@@ -281,6 +282,7 @@ function resultsMarkdown(
     'Start-up (spawn to the first successful /readyz) and RSS after the load runs:',
     '',
     ...ctx.started.map(({ label, proc }) => `- ${label}: ${secs(proc.startupMs)}` + (proc.rssAfter ? `, ${fmtMiB(proc.rssAfter)}` : '')),
+    `- for reference, an empty SQLite data dir: ${secs(ctx.emptyStartupMs)} (node and tsx compiling the sources: start-up that does not depend on the registry)`,
     '',
     markdownTable(
       ['scenario', 'store', 'conns', 'req/s (median)', 'vs bare', 'p50 ms', 'p90 ms', 'p99 ms', 'req/s per round', 'errors'],
@@ -416,6 +418,13 @@ async function main(): Promise<void> {
       if (instancesChoice !== '1') targets.push({ id: 'postgres-2', label: 'PostgreSQL, 2 instances', instances: [first, await start('PostgreSQL, second instance', shared)] });
     }
     const primary = targets[0]!.instances[0]!;
+    // The same start on an empty data dir: what start-up costs whatever the registry's size
+    // (node, tsx compiling the sources, migrations check), beside the seeded starts above.
+    const emptyDir = path.join(runDir, 'data-empty');
+    fs.mkdirSync(emptyDir);
+    const empty = await startTerrace({ dataDir: emptyDir, cpu: serverCpu });
+    await empty.stop();
+    log(`Terrace on an empty SQLite data dir up in ${secs(empty.startupMs)}`);
 
     const skipped: string[] = [];
     const measures: Measure[] = [];
@@ -534,7 +543,7 @@ async function main(): Promise<void> {
 
     const parts: string[] = [];
     if (measures.length) {
-      parts.push(resultsMarkdown(measures, targets, { tool, duration, runs, pinned: canPin, seed: manifest, bodyBytes, postgres, started }, skipped), '', aimsTable(measures, targets, manifest));
+      parts.push(resultsMarkdown(measures, targets, { tool, duration, runs, pinned: canPin, seed: manifest, bodyBytes, postgres, started, emptyStartupMs: empty.startupMs }, skipped), '', aimsTable(measures, targets, manifest));
     } else if (skipped.length) parts.push(skipped.map((s) => `Skipped: ${s}`).join('\n'));
     if (tfInit.length) parts.push('', formatTerraformInit(tfInit));
     if (largeResult) parts.push('', 'Large archive (server RSS sampled every 100 ms):', '', '```', formatLargeUpload(largeResult), '```');
