@@ -28,7 +28,7 @@ export interface TerraformInitRun {
   requests: number;
   /** Sum of the access log's per-request milliseconds. */
   serverMs: number;
-  /** Requests and server milliseconds by kind: versions, download, archive, other. */
+  /** Requests and server milliseconds by kind: versions, download, archive <method>, other <method>. */
   byKind: Record<string, { requests: number; ms: number }>;
 }
 
@@ -58,21 +58,21 @@ function configuration(manifest: SeedManifest): string {
   }).join('\n');
 }
 
-function kindOf(p: string): string {
+function kindOf(method: string, p: string): string {
   if (p.endsWith('/versions')) return 'versions';
   if (p.endsWith('/download')) return 'download';
-  if (p.startsWith('/archives/')) return 'archive';
-  return 'other';
+  if (p.startsWith('/archives/')) return `archive ${method}`;
+  return `other ${method}`;
 }
 
 /** The access log's request lines among pino JSON lines. */
-function requestLines(text: string): { path: string; ms: number; status: number }[] {
-  const out: { path: string; ms: number; status: number }[] = [];
+function requestLines(text: string): { method: string; path: string; ms: number; status: number }[] {
+  const out: { method: string; path: string; ms: number; status: number }[] = [];
   for (const line of text.split('\n')) {
     if (!line.startsWith('{')) continue;
     try {
-      const j = JSON.parse(line) as { msg?: string; path?: string; ms?: number; status?: number };
-      if (j.msg === 'request' && typeof j.ms === 'number') out.push({ path: j.path ?? '', ms: j.ms, status: j.status ?? 0 });
+      const j = JSON.parse(line) as { msg?: string; method?: string; path?: string; ms?: number; status?: number };
+      if (j.msg === 'request' && typeof j.ms === 'number') out.push({ method: j.method ?? '', path: j.path ?? '', ms: j.ms, status: j.status ?? 0 });
     } catch {
       // not a log line
     }
@@ -131,7 +131,7 @@ export async function runTerraformInit(opts: TerraformInitOptions): Promise<Terr
       if (failed.length) throw new Error(`${failed.length} requests failed during terraform get, e.g. ${failed[0]!.status} ${failed[0]!.path}`);
       const byKind: TerraformInitRun['byKind'] = {};
       for (const l of lines) {
-        const k = (byKind[kindOf(l.path)] ??= { requests: 0, ms: 0 });
+        const k = (byKind[kindOf(l.method, l.path)] ??= { requests: 0, ms: 0 });
         k.requests++;
         k.ms += l.ms;
       }
@@ -153,7 +153,7 @@ export function formatTerraformInit(results: TerraformInitResult[]): string {
     if (!r.ok || r.runs.length === 0) return [r.label, '–', '–', '–', '–', '–', `**failed**: ${r.error ?? 'no runs'}`];
     const wall = median(r.runs.map((x) => x.wallMs));
     const server = median(r.runs.map((x) => x.serverMs));
-    const kinds = ['versions', 'download', 'archive', 'other'].filter((k) => r.runs[0]!.byKind[k]);
+    const kinds = Object.keys(r.runs[0]!.byKind).sort();
     return [
       r.label,
       `${(wall / 1000).toFixed(2)} s`,
