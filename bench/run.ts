@@ -81,7 +81,7 @@ const HELP = `usage: npm run bench -- [options]        (every option also reads 
   --runs <n>              rounds; each figure is the median over rounds (default 3; quick 1)
   --tool wrk|autocannon   load generator (default: wrk when installed)
   --only <a,b>            what to run besides bare: ${SCENARIO_IDS.join(',')},tf-init
-                          (default: all scenarios, and tf-init unless --quick)
+                          (default: all scenarios, and tf-init unless --quick; --only skips the large upload)
   --store sqlite|postgres|both   stores to measure (default both when PostgreSQL is installed)
   --instances 1|2|both    Terrace processes on PostgreSQL driven at once (default both; quick 1)
   --reseed                rebuild the cached seed
@@ -275,7 +275,7 @@ function resultsMarkdown(
   const blobs = ctx.seed.modules.length * ctx.seed.versions.length;
   const lines = [
     `${ctx.seed.modules.length.toLocaleString('en-US')} modules × ${ctx.seed.versions.length} versions (${blobs.toLocaleString('en-US')} blobs); ${ctx.tool}, ${ctx.runs} round${ctx.runs === 1 ? '' : 's'} × ${ctx.duration} s per scenario; ` +
-      `${ctx.pinned ? 'every Terrace process, PostgreSQL and the bare server on core 0, load generators on core 1' : 'unpinned'}; ${os.cpus().length} CPUs (${os.cpus()[0]?.model.trim() ?? 'unknown'}), Node ${process.version}.`,
+      `${ctx.pinned ? `every Terrace process${ctx.postgres ? ', PostgreSQL' : ''} and the bare server on core 0, load generators on core 1` : 'unpinned'}; ${os.cpus().length} CPUs (${os.cpus()[0]?.model.trim() ?? 'unknown'}), Node ${process.version}.`,
     `Bare body: ${ctx.bodyBytes} bytes (the median-sized real /versions answer of ${ctx.seed.versions.length}-version modules).` +
       (ctx.postgres ? ` PostgreSQL seeded in ${ctx.postgres.seedSeconds.toFixed(1)} s.` : ''),
     '',
@@ -395,41 +395,45 @@ async function main(): Promise<void> {
       log(`Terrace (${label}) up at ${t.url} in ${secs(t.startupMs)} (pid ${t.pid})`);
       return t;
     };
-    const targets: Target[] = [];
-    if (useSqlite) {
-      const dataDir = path.join(runDir, 'data');
-      copySeed(seedDir, dataDir);
-      targets.push({ id: 'sqlite', label: 'SQLite', instances: [await start('SQLite', { dataDir })] });
-      if (compare) {
-        const root = path.resolve(compare);
-        if (!fs.existsSync(path.join(root, 'src/main.ts'))) throw new Error(`--compare: no src/main.ts in ${root}`);
-        const dataDirB = path.join(runDir, 'data-b');
-        copySeed(seedDir, dataDirB);
-        targets.push({ id: 'B', label: '[B] SQLite', instances: [await start(`[B] ${root}`, { root, dataDir: dataDirB })] });
-      }
-    }
-    if (postgres) {
-      // Every instance on one database, one blob directory (the seed's, shared) and one key.
-      const dataDir = path.join(runDir, 'data-pg');
-      shareSeedBlobs(seedDir, dataDir);
-      const shared = { dataDir, databaseUrl: postgres.url, secretKey: SHARED_SECRET_KEY };
-      const first = await start(instancesChoice === '1' ? 'PostgreSQL' : 'PostgreSQL, first instance', shared);
-      if (instancesChoice !== '2') targets.push({ id: 'postgres', label: 'PostgreSQL', instances: [first] });
-      if (instancesChoice !== '1') targets.push({ id: 'postgres-2', label: 'PostgreSQL, 2 instances', instances: [first, await start('PostgreSQL, second instance', shared)] });
-    }
-    const primary = targets[0]!.instances[0]!;
-    // The same start on an empty data dir: what start-up costs whatever the registry's size
-    // (node, tsx compiling the sources, migrations check), beside the seeded starts above.
-    const emptyDir = path.join(runDir, 'data-empty');
-    fs.mkdirSync(emptyDir);
-    const empty = await startTerrace({ dataDir: emptyDir, cpu: serverCpu });
-    await empty.stop();
-    log(`Terrace on an empty SQLite data dir up in ${secs(empty.startupMs)}`);
+    // SQLite: a private copy of the seed's database. PostgreSQL: every instance on one database,
+    // one data dir whose blob directory is the seed's (shared), and one key.
+    const sqliteDir = path.join(runDir, 'data');
+    const pgDir = path.join(runDir, 'data-pg');
+    if (useSqlite) copySeed(seedDir, sqliteDir);
+    if (postgres) shareSeedBlobs(seedDir, pgDir);
+    const pgShared = postgres ? { dataDir: pgDir, databaseUrl: postgres.url, secretKey: SHARED_SECRET_KEY } : null;
 
+    const targets: Target[] = [];
+    let emptyStartupMs = NaN;
     const skipped: string[] = [];
     const measures: Measure[] = [];
     let bodyBytes = 0;
     if (scenarioIds.length > 0) {
+      if (useSqlite) {
+        targets.push({ id: 'sqlite', label: 'SQLite', instances: [await start('SQLite', { dataDir: sqliteDir })] });
+        if (compare) {
+          const root = path.resolve(compare);
+          if (!fs.existsSync(path.join(root, 'src/main.ts'))) throw new Error(`--compare: no src/main.ts in ${root}`);
+          const dataDirB = path.join(runDir, 'data-b');
+          copySeed(seedDir, dataDirB);
+          targets.push({ id: 'B', label: '[B] SQLite', instances: [await start(`[B] ${root}`, { root, dataDir: dataDirB })] });
+        }
+      }
+      if (pgShared) {
+        const first = await start(instancesChoice === '1' ? 'PostgreSQL' : 'PostgreSQL, first instance', pgShared);
+        if (instancesChoice !== '2') targets.push({ id: 'postgres', label: 'PostgreSQL', instances: [first] });
+        if (instancesChoice !== '1') targets.push({ id: 'postgres-2', label: 'PostgreSQL, 2 instances', instances: [first, await start('PostgreSQL, second instance', pgShared)] });
+      }
+      const primary = targets[0]!.instances[0]!;
+      // The same start on an empty data dir: what start-up costs whatever the registry's size
+      // (node, tsx compiling the sources, migrations check), beside the seeded starts above.
+      const emptyDir = path.join(runDir, 'data-empty');
+      fs.mkdirSync(emptyDir);
+      const empty = await startTerrace({ dataDir: emptyDir, cpu: serverCpu });
+      await empty.stop();
+      emptyStartupMs = empty.startupMs;
+      log(`Terrace on an empty SQLite data dir up in ${secs(emptyStartupMs)}`);
+
       const built = buildScenarios(manifest, connections);
       const scenarios = built.terrace.filter((s) => scenarioIds.includes(s.id));
       const excluded = new Set<string>();
@@ -471,8 +475,7 @@ async function main(): Promise<void> {
       const pids = [bare.pid, ...processes.map((p) => p.pid)];
       // Every server shares core 0: none may still be working off a previous scenario.
       const settle = async () => {
-        let waited = 0;
-        for (const pid of pids) waited += await waitIdle(pid);
+        const waited = Math.max(...(await Promise.all(pids.map((pid) => waitIdle(pid)))));
         if (waited > 2000) log(`waited ${(waited / 1000).toFixed(1)} s for the servers to drain queued requests`);
       };
       log(`${tool}: ${measures.length} measurements × ${runs} rounds × ${duration} s (+${warmup} s warm-up in round 1)`);
@@ -506,20 +509,8 @@ async function main(): Promise<void> {
       const why = terraformInitAvailable();
       if (why) skipped.push(`terraform get with 50 modules: ${why}`);
       else {
-        if (useSqlite) tfInit.push(await runTerraformInit({ label: 'SQLite', manifest, dataDir: path.join(runDir, 'data'), cpu: serverCpu, workDir: path.join(runDir, 'tf-sqlite') }));
-        if (postgres) {
-          tfInit.push(
-            await runTerraformInit({
-              label: 'PostgreSQL',
-              manifest,
-              dataDir: path.join(runDir, 'data-pg'),
-              databaseUrl: postgres.url,
-              secretKey: SHARED_SECRET_KEY,
-              cpu: serverCpu,
-              workDir: path.join(runDir, 'tf-postgres'),
-            }),
-          );
-        }
+        if (useSqlite) tfInit.push(await runTerraformInit({ label: 'SQLite', manifest, dataDir: sqliteDir, cpu: serverCpu, workDir: path.join(runDir, 'tf-sqlite') }));
+        if (pgShared) tfInit.push(await runTerraformInit({ label: 'PostgreSQL', manifest, ...pgShared, cpu: serverCpu, workDir: path.join(runDir, 'tf-postgres') }));
       }
     }
 
@@ -531,7 +522,7 @@ async function main(): Promise<void> {
         const keep = path.join(os.tmpdir(), `terrace-bench-${Date.now()}.cpuprofile`);
         fs.copyFileSync(path.join(profileDir, files[0]!), keep);
         profileSummary = summarize(keep, 25);
-        log(`CPU profile of ${targets[0]!.label} saved to ${keep} (open in Chrome DevTools → Performance)`);
+        log(`CPU profile of ${targets[0]?.label ?? 'Terrace'} saved to ${keep} (open in Chrome DevTools → Performance)`);
       }
     }
 
@@ -543,7 +534,7 @@ async function main(): Promise<void> {
 
     const parts: string[] = [];
     if (measures.length) {
-      parts.push(resultsMarkdown(measures, targets, { tool, duration, runs, pinned: canPin, seed: manifest, bodyBytes, postgres, started, emptyStartupMs: empty.startupMs }, skipped), '', aimsTable(measures, targets, manifest));
+      parts.push(resultsMarkdown(measures, targets, { tool, duration, runs, pinned: canPin, seed: manifest, bodyBytes, postgres, started, emptyStartupMs }, skipped), '', aimsTable(measures, targets, manifest));
     } else if (skipped.length) parts.push(skipped.map((s) => `Skipped: ${s}`).join('\n'));
     if (tfInit.length) parts.push('', formatTerraformInit(tfInit));
     if (largeResult) parts.push('', 'Large archive (server RSS sampled every 100 ms):', '', '```', formatLargeUpload(largeResult), '```');

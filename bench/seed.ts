@@ -275,6 +275,7 @@ const PG_SEED_CONCURRENCY = 4;
 async function fillStore(db: Db, dataDir: string, opts: SeedOptions, how: { writeBlobs: boolean; started: number }): Promise<SeedManifest> {
   const started = how.started;
   const postgres = isPostgres(db);
+  const stage = (what: string, since: number) => log(`  ${postgres ? 'PostgreSQL' : 'SQLite'} seed: ${what} in ${((performance.now() - since) / 1000).toFixed(1)} s`);
   const rnd = prng(0x7e77ace);
   const now = new Date();
   const iso = (msAgo: number) => new Date(now.getTime() - msAgo).toISOString();
@@ -359,44 +360,53 @@ async function fillStore(db: Db, dataDir: string, opts: SeedOptions, how: { writ
     for (const rows of chunk(moduleRows, 500)) await tx.insertInto('registry_modules').values(rows).execute();
   });
 
-  // Versions: 17 columns per row keeps a 500-row insert well under SQLite's variable limit.
+  // Versions: 17 columns per row keeps a 500-row insert well under SQLite's variable limit. The
+  // rows are made in order (the PRNG's sequence is the seed); on PostgreSQL several chunks are
+  // written at once while the next are made.
   let versionCount = 0;
+  const inFlight = new Set<Promise<void>>();
+  const stageStarted = performance.now();
   for (const mods of chunk(moduleRows, 1000)) {
-    await db.transaction().execute(async (tx) => {
-      const rows: RegistryModuleVersionsTable[] = [];
-      for (const m of mods) {
-        versions.forEach((version, i) => {
-          const tarball = tarballs[(versionCount + i) % tarballs.length]!;
-          const published = iso((versions.length - i) * 20 * DAY + Math.floor(rnd() * DAY));
-          const id = seedId('modver', versionCount + i, rnd);
-          const blobKey = moduleArchiveKey(m.organization_id, m.id, id);
-          linkBlob(blobKey, tarball.file);
-          rows.push({
-            id,
-            module_id: m.id,
-            version,
-            status: 'ok',
-            error: null,
-            description: null,
-            commit_sha: null,
-            blob_key: blobKey,
-            size: tarball.size,
-            sha256: tarball.sha256,
-            upload_token_hash: null,
-            upload_expires_at: null,
-            upload_lease_until: null,
-            created_at: published,
-            updated_at: published,
-            published_at: published,
-            contents: JSON.stringify(contentsFor(moduleComponent.get(m.id)!, m.provider, m.description, version, rnd)),
-            warnings: '[]',
-          });
+    const rows: RegistryModuleVersionsTable[] = [];
+    for (const m of mods) {
+      versions.forEach((version, i) => {
+        const tarball = tarballs[(versionCount + i) % tarballs.length]!;
+        const published = iso((versions.length - i) * 20 * DAY + Math.floor(rnd() * DAY));
+        const id = seedId('modver', versionCount + i, rnd);
+        const blobKey = moduleArchiveKey(m.organization_id, m.id, id);
+        linkBlob(blobKey, tarball.file);
+        rows.push({
+          id,
+          module_id: m.id,
+          version,
+          status: 'ok',
+          error: null,
+          description: null,
+          commit_sha: null,
+          blob_key: blobKey,
+          size: tarball.size,
+          sha256: tarball.sha256,
+          upload_token_hash: null,
+          upload_expires_at: null,
+          upload_lease_until: null,
+          created_at: published,
+          updated_at: published,
+          published_at: published,
+          contents: JSON.stringify(contentsFor(moduleComponent.get(m.id)!, m.provider, m.description, version, rnd)),
+          warnings: '[]',
         });
-        versionCount += versions.length;
-      }
+      });
+      versionCount += versions.length;
+    }
+    const write = db.transaction().execute(async (tx) => {
       for (const part of chunk(rows, 500)) await tx.insertInto('registry_module_versions').values(part).execute();
     });
+    const tracked: Promise<void> = write.finally(() => inFlight.delete(tracked));
+    inFlight.add(tracked);
+    if (inFlight.size >= (postgres ? PG_SEED_CONCURRENCY : 1)) await Promise.race(inFlight);
   }
+  await Promise.all(inFlight);
+  stage('versions', stageStarted);
 
   // The cached /versions document, latest version and search entry, rendered by the store's
   // own code. Planner statistics keep SQLite on the (module_id, version) index for the 'ok'
@@ -414,7 +424,9 @@ async function fillStore(db: Db, dataDir: string, opts: SeedOptions, how: { writ
     }
   };
   const streams = postgres ? PG_SEED_CONCURRENCY : 1;
+  const refreshStarted = performance.now();
   await Promise.all(Array.from({ length: streams }, (_, k) => refreshStream(refreshChunks.filter((_, i) => i % streams === k))));
+  stage('cached documents', refreshStarted);
   if (postgres) {
     // A PostgreSQL server keeps statistics (autovacuum gathers them soon after a bulk load):
     // gather them now, so the server meets the tables as it would in service.
