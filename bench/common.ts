@@ -59,6 +59,7 @@ function installExitHooks(): void {
   // 'exit' handlers must be synchronous: a last SIGKILL for anything still running.
   process.on('exit', () => {
     for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    for (const r of resources) r.kill();
   });
   for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
     process.once(signal, () => {
@@ -88,6 +89,12 @@ export function pinned(cpu: number | undefined, cmd: string, args: string[]): [s
   return ['taskset', ['-c', String(cpu), cmd, ...args]];
 }
 
+/** Pins a running process and all its threads to cpu (children it forks later inherit it); false if it could not. */
+export function pinProcess(pid: number, cpu: number | undefined): boolean {
+  if (cpu === undefined || !hasTaskset) return false;
+  return spawnSync('taskset', ['-a', '-p', '-c', String(cpu), String(pid)], { stdio: 'ignore' }).status === 0;
+}
+
 /** Spawns a tracked child: killed when the benchmark exits, however it exits. */
 export function spawnTracked(cmd: string, args: string[], opts: SpawnOptions = {}): ChildProcess {
   installExitHooks();
@@ -107,8 +114,29 @@ export async function stopChild(child: ChildProcess, graceMs = 5000): Promise<vo
   clearTimeout(timer);
 }
 
+/** Something besides a child process the benchmark must stop on exit (e.g. a PostgreSQL cluster). */
+export interface Resource {
+  stop(): Promise<void>;
+  /** Synchronous last resort, for the 'exit' handler. */
+  kill(): void;
+}
+const resources = new Set<Resource>();
+
+/** Stopped by stopAll() and killed on exit, however the benchmark exits; the returned function stops it early. */
+export function trackResource(r: Resource): () => Promise<void> {
+  installExitHooks();
+  resources.add(r);
+  return async () => {
+    if (!resources.delete(r)) return;
+    await r.stop();
+  };
+}
+
 export async function stopAll(): Promise<void> {
   await Promise.all([...children].map((c) => stopChild(c)));
+  const rs = [...resources];
+  resources.clear();
+  await Promise.all(rs.map((r) => r.stop().catch(() => r.kill())));
 }
 
 /** Runs a command to completion, collecting stdout; rejects on a non-zero exit. */
@@ -160,7 +188,8 @@ export async function waitForHttp(url: string, child: ChildProcess, timeoutMs = 
       // not listening yet
     }
     if (Date.now() > deadline) throw new Error(`${url} not ready after ${timeoutMs} ms`);
-    await sleep(50);
+    // Short: start-up times are measured with this poll.
+    await sleep(20);
   }
 }
 

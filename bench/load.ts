@@ -102,3 +102,27 @@ export async function runLoad(spec: LoadSpec): Promise<LoadResult> {
     failures: r.errors! + r.timeouts! + r.non2xx!,
   };
 }
+
+/**
+ * One figure for several generators run at the same time against different instances: requests
+ * and failures add up, req/s is the sum of each generator's rate, and each latency percentile is
+ * the highest of the generators' (only their percentiles are known, not their samples). That is
+ * conservative: at least p% of every generator's requests, so of all of them, took no longer than
+ * the highest p-th percentile, so the true merged percentile is at most the figure reported.
+ */
+export function mergeLoads(parts: LoadResult[]): LoadResult {
+  if (parts.length === 0) throw new Error('mergeLoads: nothing to merge');
+  const max = (f: (r: LoadResult) => number) => Math.max(...parts.map(f));
+  const sum = (f: (r: LoadResult) => number) => parts.reduce((s, r) => s + f(r), 0);
+  return {
+    tool: parts[0]!.tool,
+    requests: sum((r) => r.requests),
+    seconds: max((r) => r.seconds),
+    rps: sum((r) => r.rps),
+    p50Ms: max((r) => r.p50Ms),
+    p90Ms: max((r) => r.p90Ms),
+    p99Ms: max((r) => r.p99Ms),
+    maxMs: max((r) => r.maxMs),
+    failures: sum((r) => r.failures),
+  };
+}

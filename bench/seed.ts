@@ -15,7 +15,10 @@ import { fileURLToPath } from 'node:url';
 import zlib from 'node:zlib';
 import { sql } from 'kysely';
 import * as tar from 'tar';
-import { migrate, openSqlite } from '../src/db/index.js';
+import { openSqlite, type Db } from '../src/db/index.js';
+import { isPostgres } from '../src/db/dialect.js';
+import { openPostgres } from '../src/db/postgres.js';
+import { createLogger } from '../src/logger.js';
 import type { RegistryModulesTable, RegistryModuleVersionsTable } from '../src/db/schema.js';
 import { hashToken } from '../src/identity/tokens.js';
 import type { ModuleContents, ModuleInfo } from '../src/registry/inspect/model.js';
@@ -225,193 +228,263 @@ export async function seedDataDir(dataDir: string, opts: SeedOptions = DEFAULT_S
   fs.mkdirSync(dataDir, { recursive: true });
   if (fs.existsSync(path.join(dataDir, DB_FILE))) throw new Error(`${dataDir} already holds a database; seed an empty directory`);
   const store = openSqlite(path.join(dataDir, DB_FILE));
-  const db = store.db;
   try {
-    await migrate(db);
-    const rnd = prng(0x7e77ace);
-    const now = new Date();
-    const iso = (msAgo: number) => new Date(now.getTime() - msAgo).toISOString();
-    const DAY = 86_400_000;
-
-    // Every version has its own blob at the key the service would give it, as in a real
-    // registry (start-up recovery walks them all). The files are hard links to a handful of real
-    // tarballs kept outside the blob root, so 100,000 blobs cost no space and little time.
-    const SHARED_TARBALLS = 8;
-    const tarballs: { file: string; size: number; sha256: string }[] = [];
-    for (let i = 0; i < SHARED_TARBALLS; i++) {
-      const file = path.join(dataDir, TARBALLS_DIR, `module-${i}.tar.gz`);
-      tarballs.push({ file, ...(await writeModuleTarball(file, i)) });
-    }
-    const madeDirs = new Set<string>();
-    const linkBlob = (key: string, source: string) => {
-      const target = path.join(dataDir, 'blobs', ...key.split('/'));
-      const dir = path.dirname(target);
-      if (!madeDirs.has(dir)) {
-        fs.mkdirSync(dir, { recursive: true });
-        madeDirs.add(dir);
-      }
-      fs.linkSync(source, target);
-    };
-
-    // Organizations: company-team pairs, unique by construction.
-    const orgRows: { id: string; name: string; name_lower: string; email: string; attributes: string; created_at: string }[] = [];
-    for (let i = 0; i < opts.orgs; i++) {
-      const base = `${COMPANIES[i % COMPANIES.length]}-${TEAMS[Math.floor(i / COMPANIES.length) % TEAMS.length]}`;
-      const round = Math.floor(i / (COMPANIES.length * TEAMS.length));
-      const name = round === 0 ? base : `${base}-${round + 1}`;
-      orgRows.push({ id: seedId('org', i, rnd), name, name_lower: name, email: `owners@${name}.example.com`, attributes: '{}', created_at: iso(400 * DAY) });
-    }
-
-    // Modules: per organization, distinct (component, provider) pairs, some with a suffix.
-    const combos: [number, string][] = [];
-    for (let c = 0; c < COMPONENTS.length; c++) for (const p of Object.keys(PROVIDERS)) combos.push([c, p]);
-    const moduleRows: RegistryModulesTable[] = [];
-    const moduleComponent = new Map<string, string>();
-    const manifestModules: SeededModule[] = [];
-    for (const org of orgRows) {
-      const used = new Set<string>();
-      while (used.size < opts.modulesPerOrg) {
-        const [c, provider] = combos[Math.floor(rnd() * combos.length)]!;
-        const [component, what] = COMPONENTS[c]!;
-        const flavour = rnd();
-        const name = flavour < 0.7 ? component : flavour < 0.85 ? `${component}-${org.name.split('-')[1]}` : `${component}-v2`;
-        const key = `${name}/${provider}`;
-        if (used.has(key)) {
-          if (used.size >= combos.length * 3) throw new Error('modules-per-org is larger than the name space of the seeder');
-          continue;
-        }
-        used.add(key);
-        const id = seedId('mod', moduleRows.length, rnd);
-        moduleComponent.set(id, component);
-        moduleRows.push({
-          id,
-          organization_id: org.id,
-          name,
-          name_lower: name,
-          provider,
-          description: `Terraform module which creates ${what} on ${PROVIDERS[provider]}.`,
-          versions_json: '[]',
-          latest_version: null,
-          created_at: iso(365 * DAY),
-          updated_at: iso(365 * DAY),
-        });
-        manifestModules.push({ namespace: org.name, name, provider });
-      }
-    }
-
-    const versions = versionsFor(opts.versionsPerModule);
-    const chunk = <T>(rows: T[], size: number): T[][] => {
-      const out: T[][] = [];
-      for (let i = 0; i < rows.length; i += size) out.push(rows.slice(i, i + size));
-      return out;
-    };
-
-    await db.transaction().execute(async (tx) => {
-      for (const rows of chunk(orgRows, 500)) await tx.insertInto('organizations').values(rows).execute();
-      for (const rows of chunk(moduleRows, 500)) await tx.insertInto('registry_modules').values(rows).execute();
-    });
-
-    // Versions: 17 columns per row keeps a 500-row insert well under SQLite's variable limit.
-    let versionCount = 0;
-    for (const mods of chunk(moduleRows, 1000)) {
-      await db.transaction().execute(async (tx) => {
-        const rows: RegistryModuleVersionsTable[] = [];
-        for (const m of mods) {
-          versions.forEach((version, i) => {
-            const tarball = tarballs[(versionCount + i) % tarballs.length]!;
-            const published = iso((versions.length - i) * 20 * DAY + Math.floor(rnd() * DAY));
-            const id = seedId('modver', versionCount + i, rnd);
-            const blobKey = moduleArchiveKey(m.organization_id, m.id, id);
-            linkBlob(blobKey, tarball.file);
-            rows.push({
-              id,
-              module_id: m.id,
-              version,
-              status: 'ok',
-              error: null,
-              description: null,
-              commit_sha: null,
-              blob_key: blobKey,
-              size: tarball.size,
-              sha256: tarball.sha256,
-              upload_token_hash: null,
-              upload_expires_at: null,
-              upload_lease_until: null,
-              created_at: published,
-              updated_at: published,
-              published_at: published,
-              contents: JSON.stringify(contentsFor(moduleComponent.get(m.id)!, m.provider, m.description, version, rnd)),
-              warnings: '[]',
-            });
-          });
-          versionCount += versions.length;
-        }
-        for (const part of chunk(rows, 500)) await tx.insertInto('registry_module_versions').values(part).execute();
-      });
-    }
-
-    // The cached /versions document, latest version and search entry, rendered by the store's
-    // own code. Planner statistics keep SQLite on the (module_id, version) index for the 'ok'
-    // versions of each module while the table is being filled (without them it once preferred a
-    // status index and visited every version per module); they are removed afterwards so the
-    // server sees a database like any other, which never runs ANALYZE.
-    await sql`analyze`.execute(db);
-    for (const mods of chunk(moduleRows, 1000)) {
-      await db.transaction().execute(async (tx) => {
-        for (const m of mods) await refreshModuleCache(tx, m.id, m.updated_at);
-      });
-    }
-    // stat4 too where SQLite was built with it (better-sqlite3 is): empty tables mean no statistics.
-    const statTables = await sql<{ name: string }>`select name from sqlite_master where name like 'sqlite_stat%'`.execute(db);
-    for (const { name } of statTables.rows) await sql`delete from ${sql.table(name)}`.execute(db);
-
-    // Download counters: every module some, a popular tenth daily for a month.
-    const downloadRows: { module_id: string; day: string; count: number }[] = [];
-    moduleRows.forEach((m, i) => {
-      const days = i % 10 === 0 ? 30 : 1 + (i % 3);
-      for (let d = 0; d < days; d++) {
-        downloadRows.push({ module_id: m.id, day: iso(d * DAY).slice(0, 10), count: 1 + Math.floor(rnd() * (i % 10 === 0 ? 500 : 20)) });
-      }
-    });
-    await db.transaction().execute(async (tx) => {
-      for (const rows of chunk(downloadRows, 1000)) await tx.insertInto('registry_module_downloads').values(rows).execute();
-    });
-
-    // An ordinary (non-admin) user, active member of the first readerOrgs organizations.
-    const readerOrgs = orgRows.slice(0, Math.min(opts.readerOrgs, orgRows.length));
-    await db.transaction().execute(async (tx) => {
-      const userId = seedId('user', 0, rnd);
-      const created = iso(30 * DAY);
-      await tx
-        .insertInto('users')
-        .values({ id: userId, username: 'bench-reader', username_lower: 'bench-reader', email: 'reader@bench.example.com', email_lower: 'reader@bench.example.com', is_site_admin: 0, is_service_account: 0, created_at: created })
-        .execute();
-      await tx
-        .insertInto('tokens')
-        .values({ id: seedId('at', 0, rnd), kind: 'user', user_id: userId, team_id: null, organization_id: null, description: 'benchmark reader', token_hash: hashToken(READER_TOKEN), created_by: null, created_at: created, last_used_at: null, expired_at: null })
-        .execute();
-      for (const [i, org] of readerOrgs.entries()) {
-        const teamId = seedId('team', i, rnd);
-        await tx.insertInto('teams').values({ id: teamId, organization_id: org.id, name: 'readers', name_lower: 'readers', is_owners: 0, visibility: 'secret', permissions: '{}', created_at: created }).execute();
-        await tx.insertInto('team_members').values({ team_id: teamId, user_id: userId, created_at: created }).execute();
-        await tx.insertInto('organization_memberships').values({ id: seedId('ou', i, rnd), organization_id: org.id, user_id: userId, status: 'active', created_at: created }).execute();
-      }
-    });
-
-    const manifest: SeedManifest = {
-      format: 1,
-      options: opts,
-      modules: manifestModules,
-      versions,
-      readerNamespaces: readerOrgs.map((o) => o.name),
-      searchTerms: SEARCH_TERMS,
-      seconds: (performance.now() - started) / 1000,
-    };
+    await store.migrate();
+    const manifest = await fillStore(store.db, dataDir, opts, { writeBlobs: true, started });
     fs.writeFileSync(path.join(dataDir, SEED_MANIFEST), JSON.stringify(manifest));
     return manifest;
   } finally {
     await store.close();
   }
+}
+
+/**
+ * Seeds an empty PostgreSQL database at `url` with the same registry as the SQLite seed in
+ * `seedDir` (the seeder is deterministic: the same ids, so the same blob keys), through the same
+ * code. Blobs are not written again: the database's rows point at the SQLite seed's blob files,
+ * which a run shares read-only. Returns the seconds it took.
+ */
+export async function seedPostgres(url: string, seedDir: string, opts: SeedOptions = DEFAULT_SEED): Promise<number> {
+  const started = performance.now();
+  const expected = readManifest(seedDir);
+  if (!expected) throw new Error(`${seedDir} holds no complete seed`);
+  const store = openPostgres({ url, poolSize: PG_SEED_CONCURRENCY + 1, tls: 'disable', caFile: undefined, statementTimeoutMs: 0, connectTimeoutMs: 10_000 }, createLogger('warn'));
+  try {
+    await store.migrate();
+    const manifest = await fillStore(store.db, seedDir, opts, { writeBlobs: false, started });
+    if (JSON.stringify(manifest.modules) !== JSON.stringify(expected.modules)) throw new Error('the PostgreSQL seed differs from the SQLite seed: is the seeder still deterministic?');
+    // Every row must point at a blob of the shared seed: check a spread-out sample.
+    const keys = await store.db.selectFrom('registry_module_versions').select('blob_key').orderBy('id').execute();
+    for (let i = 0; i < keys.length; i += Math.max(1, Math.floor(keys.length / 500))) {
+      const file = path.join(seedDir, 'blobs', ...keys[i]!.blob_key!.split('/'));
+      if (!fs.existsSync(file)) throw new Error(`the PostgreSQL seed's blob ${keys[i]!.blob_key} is not in the SQLite seed (${file})`);
+    }
+  } finally {
+    await store.close();
+  }
+  return (performance.now() - started) / 1000;
+}
+
+/** Transactions the PostgreSQL seed runs at once where rows are independent (the cached documents). */
+const PG_SEED_CONCURRENCY = 4;
+
+/**
+ * Writes the registry into a migrated, empty store. With writeBlobs, also writes the tarballs and
+ * hard-links every version's blob under dataDir; without, reads the tarballs dataDir already holds.
+ */
+async function fillStore(db: Db, dataDir: string, opts: SeedOptions, how: { writeBlobs: boolean; started: number }): Promise<SeedManifest> {
+  const started = how.started;
+  const postgres = isPostgres(db);
+  const stage = (what: string, since: number) => log(`  ${postgres ? 'PostgreSQL' : 'SQLite'} seed: ${what} in ${((performance.now() - since) / 1000).toFixed(1)} s`);
+  const rnd = prng(0x7e77ace);
+  const now = new Date();
+  const iso = (msAgo: number) => new Date(now.getTime() - msAgo).toISOString();
+  const DAY = 86_400_000;
+
+  // Every version has its own blob at the key the service would give it, as in a real
+  // registry (the orphan sweep lists them all). The files are hard links to a handful of real
+  // tarballs kept outside the blob root, so 100,000 blobs cost no space and little time.
+  const SHARED_TARBALLS = 8;
+  const tarballs: { file: string; size: number; sha256: string }[] = [];
+  for (let i = 0; i < SHARED_TARBALLS; i++) {
+    const file = path.join(dataDir, TARBALLS_DIR, `module-${i}.tar.gz`);
+    tarballs.push({ file, ...(how.writeBlobs ? await writeModuleTarball(file, i) : hashFile(file)) });
+  }
+  const madeDirs = new Set<string>();
+  const linkBlob = (key: string, source: string) => {
+    if (!how.writeBlobs) return;
+    const target = path.join(dataDir, 'blobs', ...key.split('/'));
+    const dir = path.dirname(target);
+    if (!madeDirs.has(dir)) {
+      fs.mkdirSync(dir, { recursive: true });
+      madeDirs.add(dir);
+    }
+    fs.linkSync(source, target);
+  };
+
+  // Organizations: company-team pairs, unique by construction.
+  const orgRows: { id: string; name: string; name_lower: string; email: string; attributes: string; created_at: string }[] = [];
+  for (let i = 0; i < opts.orgs; i++) {
+    const base = `${COMPANIES[i % COMPANIES.length]}-${TEAMS[Math.floor(i / COMPANIES.length) % TEAMS.length]}`;
+    const round = Math.floor(i / (COMPANIES.length * TEAMS.length));
+    const name = round === 0 ? base : `${base}-${round + 1}`;
+    orgRows.push({ id: seedId('org', i, rnd), name, name_lower: name, email: `owners@${name}.example.com`, attributes: '{}', created_at: iso(400 * DAY) });
+  }
+
+  // Modules: per organization, distinct (component, provider) pairs, some with a suffix.
+  const combos: [number, string][] = [];
+  for (let c = 0; c < COMPONENTS.length; c++) for (const p of Object.keys(PROVIDERS)) combos.push([c, p]);
+  const moduleRows: RegistryModulesTable[] = [];
+  const moduleComponent = new Map<string, string>();
+  const manifestModules: SeededModule[] = [];
+  for (const org of orgRows) {
+    const used = new Set<string>();
+    while (used.size < opts.modulesPerOrg) {
+      const [c, provider] = combos[Math.floor(rnd() * combos.length)]!;
+      const [component, what] = COMPONENTS[c]!;
+      const flavour = rnd();
+      const name = flavour < 0.7 ? component : flavour < 0.85 ? `${component}-${org.name.split('-')[1]}` : `${component}-v2`;
+      const key = `${name}/${provider}`;
+      if (used.has(key)) {
+        if (used.size >= combos.length * 3) throw new Error('modules-per-org is larger than the name space of the seeder');
+        continue;
+      }
+      used.add(key);
+      const id = seedId('mod', moduleRows.length, rnd);
+      moduleComponent.set(id, component);
+      moduleRows.push({
+        id,
+        organization_id: org.id,
+        name,
+        name_lower: name,
+        provider,
+        description: `Terraform module which creates ${what} on ${PROVIDERS[provider]}.`,
+        versions_json: '[]',
+        latest_version: null,
+        created_at: iso(365 * DAY),
+        updated_at: iso(365 * DAY),
+      });
+      manifestModules.push({ namespace: org.name, name, provider });
+    }
+  }
+
+  const versions = versionsFor(opts.versionsPerModule);
+  const chunk = <T>(rows: T[], size: number): T[][] => {
+    const out: T[][] = [];
+    for (let i = 0; i < rows.length; i += size) out.push(rows.slice(i, i + size));
+    return out;
+  };
+
+  await db.transaction().execute(async (tx) => {
+    for (const rows of chunk(orgRows, 500)) await tx.insertInto('organizations').values(rows).execute();
+    for (const rows of chunk(moduleRows, 500)) await tx.insertInto('registry_modules').values(rows).execute();
+  });
+
+  // Versions: 17 columns per row keeps a 500-row insert well under SQLite's variable limit. The
+  // rows are made in order (the PRNG's sequence is the seed); on PostgreSQL several chunks are
+  // written at once while the next are made.
+  let versionCount = 0;
+  const inFlight = new Set<Promise<void>>();
+  const stageStarted = performance.now();
+  for (const mods of chunk(moduleRows, 1000)) {
+    const rows: RegistryModuleVersionsTable[] = [];
+    for (const m of mods) {
+      versions.forEach((version, i) => {
+        const tarball = tarballs[(versionCount + i) % tarballs.length]!;
+        const published = iso((versions.length - i) * 20 * DAY + Math.floor(rnd() * DAY));
+        const id = seedId('modver', versionCount + i, rnd);
+        const blobKey = moduleArchiveKey(m.organization_id, m.id, id);
+        linkBlob(blobKey, tarball.file);
+        rows.push({
+          id,
+          module_id: m.id,
+          version,
+          status: 'ok',
+          error: null,
+          description: null,
+          commit_sha: null,
+          blob_key: blobKey,
+          size: tarball.size,
+          sha256: tarball.sha256,
+          upload_token_hash: null,
+          upload_expires_at: null,
+          upload_lease_until: null,
+          created_at: published,
+          updated_at: published,
+          published_at: published,
+          contents: JSON.stringify(contentsFor(moduleComponent.get(m.id)!, m.provider, m.description, version, rnd)),
+          warnings: '[]',
+        });
+      });
+      versionCount += versions.length;
+    }
+    const write = db.transaction().execute(async (tx) => {
+      for (const part of chunk(rows, 500)) await tx.insertInto('registry_module_versions').values(part).execute();
+    });
+    const tracked: Promise<void> = write.finally(() => inFlight.delete(tracked));
+    inFlight.add(tracked);
+    if (inFlight.size >= (postgres ? PG_SEED_CONCURRENCY : 1)) await Promise.race(inFlight);
+  }
+  await Promise.all(inFlight);
+  stage('versions', stageStarted);
+
+  // The cached /versions document, latest version and search entry, rendered by the store's
+  // own code. Planner statistics keep SQLite on the (module_id, version) index for the 'ok'
+  // versions of each module while the table is being filled (without them it once preferred a
+  // status index and visited every version per module); they are removed afterwards so the
+  // server sees a database like any other, which never runs ANALYZE.
+  // On PostgreSQL the modules' documents are independent rows: several transactions at once.
+  await sql`analyze`.execute(db);
+  const refreshChunks = chunk(moduleRows, postgres ? 250 : 1000);
+  const refreshStream = async (chunks: RegistryModulesTable[][]) => {
+    for (const mods of chunks) {
+      await db.transaction().execute(async (tx) => {
+        for (const m of mods) await refreshModuleCache(tx, m.id, m.updated_at);
+      });
+    }
+  };
+  const streams = postgres ? PG_SEED_CONCURRENCY : 1;
+  const refreshStarted = performance.now();
+  await Promise.all(Array.from({ length: streams }, (_, k) => refreshStream(refreshChunks.filter((_, i) => i % streams === k))));
+  stage('cached documents', refreshStarted);
+  if (postgres) {
+    // A PostgreSQL server keeps statistics (autovacuum gathers them soon after a bulk load):
+    // gather them now, so the server meets the tables as it would in service.
+    await sql`analyze`.execute(db);
+  } else {
+    // stat4 too where SQLite was built with it (better-sqlite3 is): empty tables mean no statistics.
+    const statTables = await sql<{ name: string }>`select name from sqlite_master where name like 'sqlite_stat%'`.execute(db);
+    for (const { name } of statTables.rows) await sql`delete from ${sql.table(name)}`.execute(db);
+  }
+
+  // Download counters: every module some, a popular tenth daily for a month.
+  const downloadRows: { module_id: string; day: string; count: number }[] = [];
+  moduleRows.forEach((m, i) => {
+    const days = i % 10 === 0 ? 30 : 1 + (i % 3);
+    for (let d = 0; d < days; d++) {
+      downloadRows.push({ module_id: m.id, day: iso(d * DAY).slice(0, 10), count: 1 + Math.floor(rnd() * (i % 10 === 0 ? 500 : 20)) });
+    }
+  });
+  await db.transaction().execute(async (tx) => {
+    for (const rows of chunk(downloadRows, 1000)) await tx.insertInto('registry_module_downloads').values(rows).execute();
+  });
+
+  // An ordinary (non-admin) user, active member of the first readerOrgs organizations.
+  const readerOrgs = orgRows.slice(0, Math.min(opts.readerOrgs, orgRows.length));
+  await db.transaction().execute(async (tx) => {
+    const userId = seedId('user', 0, rnd);
+    const created = iso(30 * DAY);
+    await tx
+      .insertInto('users')
+      .values({ id: userId, username: 'bench-reader', username_lower: 'bench-reader', email: 'reader@bench.example.com', email_lower: 'reader@bench.example.com', is_site_admin: 0, is_service_account: 0, created_at: created })
+      .execute();
+    await tx
+      .insertInto('tokens')
+      .values({ id: seedId('at', 0, rnd), kind: 'user', user_id: userId, team_id: null, organization_id: null, description: 'benchmark reader', token_hash: hashToken(READER_TOKEN), created_by: null, created_at: created, last_used_at: null, expired_at: null })
+      .execute();
+    for (const [i, org] of readerOrgs.entries()) {
+      const teamId = seedId('team', i, rnd);
+      await tx.insertInto('teams').values({ id: teamId, organization_id: org.id, name: 'readers', name_lower: 'readers', is_owners: 0, visibility: 'secret', permissions: '{}', created_at: created }).execute();
+      await tx.insertInto('team_members').values({ team_id: teamId, user_id: userId, created_at: created }).execute();
+      await tx.insertInto('organization_memberships').values({ id: seedId('ou', i, rnd), organization_id: org.id, user_id: userId, status: 'active', created_at: created }).execute();
+    }
+  });
+
+  const manifest: SeedManifest = {
+    format: 1,
+    options: opts,
+    modules: manifestModules,
+    versions,
+    readerNamespaces: readerOrgs.map((o) => o.name),
+    searchTerms: SEARCH_TERMS,
+    seconds: (performance.now() - started) / 1000,
+  };
+  return manifest;
+}
+
+function hashFile(file: string): { size: number; sha256: string } {
+  const bytes = fs.readFileSync(file);
+  return { size: bytes.length, sha256: createHash('sha256').update(bytes).digest('hex') };
 }
 
 export function readManifest(dataDir: string): SeedManifest | null {
@@ -471,6 +544,16 @@ export function copySeed(seedDir: string, runDir: string): void {
     if (name === 'blobs') fs.symlinkSync(path.join(seedDir, 'blobs'), path.join(runDir, 'blobs'), 'dir');
     else fs.cpSync(path.join(seedDir, name), path.join(runDir, name), { recursive: true });
   }
+}
+
+/**
+ * A data directory that only shares the seed's blobs (symlinked), for instances whose database is
+ * elsewhere (PostgreSQL seeded from the same rows): several instances may share it.
+ */
+export function shareSeedBlobs(seedDir: string, dataDir: string): void {
+  fs.rmSync(dataDir, { recursive: true, force: true });
+  fs.mkdirSync(dataDir, { recursive: true });
+  fs.symlinkSync(path.join(seedDir, 'blobs'), path.join(dataDir, 'blobs'), 'dir');
 }
 
 async function main(): Promise<void> {

@@ -9,8 +9,12 @@ export interface TerraceProcess {
   /** The node process itself (taskset execs), so /proc/<pid>/status is the server's. */
   pid: number;
   child: ChildProcess;
-  /** Milliseconds from spawn until /healthz answered. */
+  /** Milliseconds from spawn until the first successful /readyz (store and blob store checked). */
   startupMs: number;
+  /** Everything the process wrote to stdout (its logs), when TerraceOptions.captureStdout. */
+  stdout(): string;
+  /** RSS after the load runs, filled in by the benchmark. */
+  rssAfter?: number | null;
   stop(): Promise<void>;
 }
 
@@ -22,18 +26,25 @@ export interface TerraceOptions {
   nodeArgs?: string[];
   /** The source tree to run (default: this repository), e.g. a patched copy to compare against. */
   root?: string;
+  /** PostgreSQL instead of the data dir's SQLite file (TERRACE_DATABASE_URL); instances sharing it need one secretKey. */
+  databaseUrl?: string;
+  secretKey?: string;
+  /** Serve HTTPS with this certificate (Terraform talks only HTTPS to registry hosts). */
+  tls?: { cert: string; key: string };
+  /** Keep the process's stdout (its JSON logs), e.g. to read an info-level access log. */
+  captureStdout?: boolean;
 }
 
 export async function startTerrace(opts: TerraceOptions): Promise<TerraceProcess> {
   const port = await freePort();
-  const url = `http://${HOST}:${port}`;
+  const url = `${opts.tls ? 'https' : 'http'}://${HOST}:${port}`;
   const root = opts.root ?? REPO_ROOT;
   const [node, args] = nodeTs(path.join(root, 'src/main.ts'), opts.nodeArgs);
   const [cmd, full] = pinned(opts.cpu, node, args);
   const started = performance.now();
   const child = spawnTracked(cmd, full, {
     cwd: root,
-    stdio: ['ignore', 'ignore', 'pipe'],
+    stdio: ['ignore', opts.captureStdout ? 'pipe' : 'ignore', 'pipe'],
     env: {
       PATH: process.env.PATH ?? '/usr/bin:/bin',
       HOME: process.env.HOME ?? '/tmp',
@@ -45,6 +56,9 @@ export async function startTerrace(opts: TerraceOptions): Promise<TerraceProcess
       TERRACE_PUBLIC_READ: 'false',
       TERRACE_LOG_LEVEL: 'warn',
       TERRACE_PUBLIC_URL: url,
+      ...(opts.databaseUrl ? { TERRACE_DATABASE_URL: opts.databaseUrl } : {}),
+      ...(opts.secretKey ? { TERRACE_SECRET_KEY: opts.secretKey } : {}),
+      ...(opts.tls ? { TERRACE_TLS_CERT: opts.tls.cert, TERRACE_TLS_KEY: opts.tls.key } : {}),
       ...opts.env,
     },
   });
@@ -53,17 +67,26 @@ export async function startTerrace(opts: TerraceOptions): Promise<TerraceProcess
     stderr += d;
     if (stderr.length > 64_000) stderr = stderr.slice(-32_000);
   });
+  const stdout: string[] = [];
+  child.stdout?.setEncoding('utf8').on('data', (d: string) => stdout.push(d));
   try {
-    await waitForHttp(`${url}/healthz`, child, 120_000);
+    // The throwaway certificate of a TLS instance is not in Node's trust store: readiness is
+    // polled without verification (only ever on 127.0.0.1).
+    if (opts.tls) process.env.NODE_TLS_REJECT_UNAUTHORIZED = '0';
+    await waitForHttp(`${url}/readyz`, child, 120_000);
   } catch (err) {
     await stopChild(child);
     throw new Error(`Terrace did not start: ${(err as Error).message}\n${stderr.trim()}`);
+  } finally {
+    if (opts.tls) delete process.env.NODE_TLS_REJECT_UNAUTHORIZED;
   }
+  const startupMs = performance.now() - started;
   return {
     url,
     pid: child.pid!,
     child,
-    startupMs: performance.now() - started,
+    startupMs,
+    stdout: () => stdout.join(''),
     async stop() {
       await stopChild(child, 15_000);
     },

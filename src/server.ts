@@ -8,7 +8,7 @@ import { createApp } from './app.js';
 import { createMetrics } from './ops/metrics.js';
 import { leanRegistryPath, type NodeListener } from './registry/lean.js';
 import { DownloadCounter } from './registry/downloads.js';
-import { registryUpkeep } from './registry/ingest.js';
+import { repairDeadUploads } from './registry/ingest.js';
 import { createBlobStore, FsBlobStore } from './blobs/index.js';
 import { SealedBlobStore } from './blobs/sealed.js';
 import { dataKeyStore } from './encryption/store.js';
@@ -76,9 +76,10 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   const deps: Deps = { config: { ...config }, store, db: store.db, blobs, clock, logger, secrets, generations, downloads };
   const generatedAdminToken = await ensureAdminToken(deps);
   if (stored instanceof FsBlobStore) await stored.sweepTemp(0);
-  // Start-up repair of a process killed mid-publish: the registry upkeep once before serving (it
-  // also runs as leased recurring jobs, so a crash is repaired without a restart too).
-  await registryUpkeep(deps);
+  // Start-up repair of a process killed mid-publish: dead uploads get their URLs back before
+  // serving (one indexed query). The orphan-archive sweep lists every module blob, so it never
+  // runs here: only as its leased recurring job (registry.orphan-sweep), after the server listens.
+  await repairDeadUploads(deps);
   registerDomainHooks();
   const jobs = new JobRunner(deps, jobHandlers(), { recurring: recurringJobs(config), leaseMs: config.jobLeaseSeconds * 1000 });
   await jobs.ensureRecurring();

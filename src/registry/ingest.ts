@@ -329,11 +329,6 @@ export async function sweepOrphanArchives(deps: Deps): Promise<number> {
   return orphansRemoved;
 }
 
-/** Both repairs, once (at start-up). */
-export async function registryUpkeep(deps: Deps): Promise<{ resetUploads: number; orphansRemoved: number }> {
-  return { resetUploads: await repairDeadUploads(deps), orphansRemoved: await sweepOrphanArchives(deps) };
-}
-
 export const registryJobHandlers: Record<string, JobHandler | JobKind> = {
   [INGEST_MODULE_VERSION]: ingestJobKind,
   [REGISTRY_UPKEEP]: async (deps) => {

@@ -7,7 +7,8 @@ import path from 'node:path';
 import pg from 'pg';
 
 /**
- * A real PostgreSQL server for the tests: Debian's `postgresql` package, one cluster per test
+ * A real PostgreSQL server for the tests (and the benchmark, which imports this file outside
+ * vitest: keep it free of test-runner imports): Debian's `postgresql` package, one cluster per test
  * run in a temp directory on a free loopback port, one database per test server.
  *
  * TERRACE_TEST_POSTGRES_URL (an admin URL: a role that may create databases) uses a server
@@ -58,6 +59,8 @@ async function freePort(): Promise<number> {
 export interface PostgresCluster {
   /** Admin URL (superuser, database "postgres"). */
   url: string;
+  /** The postmaster's pid (when run as root the spawned child is runuser, not the server). */
+  pid: number;
   stop(): Promise<void>;
 }
 
@@ -110,14 +113,15 @@ export async function startPostgresCluster(): Promise<PostgresCluster> {
       await new Promise((r) => setTimeout(r, 100));
     }
   }
+  const pid = Number(fs.readFileSync(path.join(dataDir, 'postmaster.pid'), 'utf8').split('\n')[0]);
   return {
     url,
+    pid,
     async stop() {
       if (child.exitCode === null) {
         const exited = new Promise((r) => child.once('exit', r));
         // SIGQUIT to the postmaster itself (runuser does not pass it on): immediate shutdown, as
         // the data directory is thrown away anyway.
-        const pid = Number(fs.readFileSync(path.join(dataDir, 'postmaster.pid'), 'utf8').split('\n')[0]);
         if (pid > 0) process.kill(pid, 'SIGQUIT');
         else child.kill('SIGQUIT');
         await Promise.race([exited, new Promise((r) => setTimeout(r, 10_000))]);

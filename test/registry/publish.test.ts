@@ -256,7 +256,7 @@ describe('listing and deleting', () => {
 });
 
 describe('crash recovery', () => {
-  it('on restart, resets interrupted uploads and removes orphaned blobs', async () => {
+  it('on restart, resets interrupted uploads before serving; orphaned blobs go by the recurring sweep, not at start', async () => {
     const dataDir = t.dataDir;
     const v = await createVersion(t, 'acme', 'net', 'aws', '4.0.0');
     const db = t.running.deps.db;
@@ -271,12 +271,28 @@ describe('crash recovery', () => {
     (t.clock as ManualClock).advance(3601 * 1000);
     const { startServer } = await import('../../src/server.js');
     const { loadConfig } = await import('../../src/config.js');
-    const restarted = await startServer(loadConfig({ PORT: '0', TERRACE_DATA_DIR: dataDir, TERRACE_LOG_LEVEL: 'silent', TERRACE_ADMIN_TOKEN: t.adminToken, ...storeEnv(dataDir) }), { clock: t.clock });
-    const row = await restarted.deps.db.selectFrom('registry_module_versions').selectAll().where('id', '=', v.id).executeTakeFirstOrThrow();
-    expect(row.status).toBe('pending');
-    expect(row.blob_key).toBeNull();
-    expect(await restarted.deps.blobs.stat(key)).toBeNull();
-    expect(await restarted.deps.blobs.stat(`modules/partial/${v.id}.tar.gz`)).toBeNull();
-    await restarted.close();
+    // Jobs off, so nothing but start-up itself has run when the server answers.
+    const restarted = await startServer(
+      loadConfig({ PORT: '0', TERRACE_DATA_DIR: dataDir, TERRACE_LOG_LEVEL: 'silent', TERRACE_ADMIN_TOKEN: t.adminToken, TERRACE_JOBS: 'false', ...storeEnv(dataDir) }),
+      { clock: t.clock },
+    );
+    try {
+      const row = await restarted.deps.db.selectFrom('registry_module_versions').selectAll().where('id', '=', v.id).executeTakeFirstOrThrow();
+      expect(row.status).toBe('pending');
+      expect(row.blob_key).toBeNull();
+      expect(await restarted.deps.blobs.stat(`modules/partial/${v.id}.tar.gz`)).toBeNull();
+      // Start-up does not list the blob store: the orphan is still there.
+      expect(await restarted.deps.blobs.stat(key)).not.toBeNull();
+      // The orphan sweep is a recurring job, due once per grace window: it removes the orphan.
+      const sweep = await restarted.deps.db.selectFrom('jobs').select(['run_at']).where('kind', '=', 'registry.orphan-sweep').executeTakeFirstOrThrow();
+      expect(new Date(sweep.run_at).getTime()).toBeLessThanOrEqual(t.clock.now().getTime());
+      await restarted.jobs.runDue();
+      expect(await restarted.deps.blobs.stat(key)).toBeNull();
+      const after = await restarted.deps.db.selectFrom('jobs').select(['run_at', 'last_error']).where('kind', '=', 'registry.orphan-sweep').executeTakeFirstOrThrow();
+      expect(after.last_error).toBeNull();
+      expect(new Date(after.run_at).getTime()).toBe(t.clock.now().getTime() + 3600 * 1000);
+    } finally {
+      await restarted.close();
+    }
   });
 });
