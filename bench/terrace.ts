@@ -1,6 +1,6 @@
-// Terrace as a separate process for the benchmarks: `node --import tsx src/main.ts`, pinned to
+// Terrace as a separate process for the benchmarks: this tree compiled (`node dist/src/main.js`, as `npm start` runs it), pinned to
 // one core when taskset exists, configured only through its environment.
-import type { ChildProcess } from 'node:child_process';
+import { execFileSync, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { ADMIN_TOKEN, HOST, REPO_ROOT, freePort, nodeTs, pinned, spawnTracked, stopChild, waitForHttp } from './common.js';
 
@@ -35,11 +35,24 @@ export interface TerraceOptions {
   captureStdout?: boolean;
 }
 
+let built = false;
+
+/** Compiles this tree once per benchmark run (`npm run build`) and returns its entry point. */
+function compiledMain(): string {
+  if (!built) {
+    execFileSync(process.execPath, [path.join(REPO_ROOT, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json'], { cwd: REPO_ROOT, stdio: 'inherit' });
+    built = true;
+  }
+  return path.join(REPO_ROOT, 'dist/src/main.js');
+}
+
 export async function startTerrace(opts: TerraceOptions): Promise<TerraceProcess> {
   const port = await freePort();
   const url = `${opts.tls ? 'https' : 'http'}://${HOST}:${port}`;
   const root = opts.root ?? REPO_ROOT;
-  const [node, args] = nodeTs(path.join(root, 'src/main.ts'), opts.nodeArgs);
+  // This tree runs compiled, as `npm start` does (tsx would add seconds to every start-up
+  // figure); a --compare tree runs from its sources.
+  const [node, args] = root === REPO_ROOT ? [process.execPath, [...(opts.nodeArgs ?? []), '--enable-source-maps', compiledMain()]] : nodeTs(path.join(root, 'src/main.ts'), opts.nodeArgs);
   const [cmd, full] = pinned(opts.cpu, node, args);
   const started = performance.now();
   const child = spawnTracked(cmd, full, {

@@ -129,6 +129,8 @@ export class GenerationCache<K, V> {
     private readonly name: GenerationName,
     private readonly maxEntries: number,
     private readonly ttlMs = 0,
+    /** Up to this share of ttlMs is taken off each entry's lifetime at random. */
+    private readonly ttlJitter = 0,
   ) {}
 
   /** Take this before reading what will be cached, and hand it to set(). */
@@ -150,7 +152,7 @@ export class GenerationCache<K, V> {
   set(key: K, value: V, generation: number): void {
     if (this.maxEntries === 0 || generation !== this.generations.current(this.name)) return;
     if (this.entries.size >= this.maxEntries && !this.entries.has(key)) this.entries.delete(this.entries.keys().next().value as K);
-    this.entries.set(key, { value, generation, expires: this.ttlMs > 0 ? performance.now() + this.ttlMs : 0 });
+    this.entries.set(key, { value, generation, expires: this.ttlMs > 0 ? performance.now() + this.ttlMs * (1 - Math.random() * this.ttlJitter) : 0 });
   }
 
   delete(key: K): void {

@@ -18,10 +18,14 @@ const encoder = new TextEncoder();
 
 /**
  * Rendered list and search pages, under the registry generation (a publish or deletion shows at
- * once) and for LIST_PAGE_TTL_MS at most, since they carry download totals.
+ * once) and for LIST_PAGE_TTL_MS at most (a fifth less for some, so pages cached together do not
+ * expire together), since they carry download totals.
  */
-const LIST_PAGE_TTL_MS = 5_000;
-const listPages = perServer((deps: Deps) => new GenerationCache<string, Uint8Array<ArrayBuffer>>(deps.generations, 'registry', deps.config.cacheMaxEntries, LIST_PAGE_TTL_MS));
+export const LIST_PAGE_TTL_MS = 30_000;
+const listPages = perServer((deps: Deps) => ({
+  pages: new GenerationCache<string, Uint8Array<ArrayBuffer>>(deps.generations, 'registry', deps.config.cacheMaxEntries, LIST_PAGE_TTL_MS, 0.2),
+  rendering: new Map<string, Promise<Uint8Array<ArrayBuffer>>>(),
+}));
 
 /** The base of the request's mount, e.g. "/v1/modules/": redirects and hints stay under it. */
 function baseOf(c: Context<AppEnv>): string {
@@ -51,19 +55,29 @@ export function protocolRoutes(deps: Deps): Hono<AppEnv> {
     if (q.get('verified') === 'true') return c.json({ meta: registryMeta(c, page, 0, false), modules: [] });
     // The same URL read by callers who may read the same organizations gets the same page.
     const key = `${organizationIds === 'all' ? '*' : organizationIds.join(',')}\n${c.req.url}`;
-    const pages = listPages(deps);
+    const { pages, rendering } = listPages(deps);
     const hit = pages.get(key);
     if (hit) return c.body(hit, 200, JSON_HEADERS);
-    const generation = pages.generation();
-    const { modules, hasMore } = await findModules(deps, c.get('principal'), { ...filter, provider }, page);
-    const body = encoder.encode(
-      JSON.stringify({
-        meta: registryMeta(c, page, modules.length, hasMore),
-        modules: modules.map((s) => protocolModule(s.module, s.latest, s.downloads)),
-      }),
-    );
-    pages.set(key, body, generation);
-    return c.body(body, 200, JSON_HEADERS);
+    // Requests for a page being rendered wait for that rendering rather than each running the
+    // same search (the store's calls are synchronous on SQLite: fifty at once would queue).
+    let pending = rendering.get(key);
+    if (!pending) {
+      const principal = c.get('principal');
+      pending = (async () => {
+        const generation = pages.generation();
+        const { modules, hasMore } = await findModules(deps, principal, { ...filter, provider }, page);
+        const body = encoder.encode(
+          JSON.stringify({
+            meta: registryMeta(c, page, modules.length, hasMore),
+            modules: modules.map((s) => protocolModule(s.module, s.latest, s.downloads)),
+          }),
+        );
+        pages.set(key, body, generation);
+        return body;
+      })().finally(() => rendering.delete(key));
+      rendering.set(key, pending);
+    }
+    return c.body(await pending, 200, JSON_HEADERS);
   }
 
   function readable(c: Context<AppEnv>): Promise<ModuleWithOrg> {

@@ -1,5 +1,6 @@
 import path from 'node:path';
-import MarkdownIt from 'markdown-it';
+import { createRequire } from 'node:module';
+import type MarkdownIt from 'markdown-it';
 
 type Token = ReturnType<MarkdownIt['parse']>[number];
 
@@ -13,9 +14,18 @@ type Token = ReturnType<MarkdownIt['parse']>[number];
  *   module's own files are not served to browsers. An http(s) image becomes a link to it, any
  *   other image its alt text.
  */
-const md = new MarkdownIt({ html: false, linkify: true, typographer: false });
-// Our own rules below decide; markdown-it's check would drop some URLs before they reach them.
-md.validateLink = () => true;
+let instance: MarkdownIt | undefined;
+
+/** markdown-it, loaded on the first README rendered: it is not needed to serve the registry, and start-up stays short. */
+function markdown(): MarkdownIt {
+  if (instance) return instance;
+  const Ctor = createRequire(import.meta.url)('markdown-it') as typeof MarkdownIt;
+  const md = new Ctor({ html: false, linkify: true, typographer: false });
+  // Our own rules below decide; markdown-it's check would drop some URLs before they reach them.
+  md.validateLink = () => true;
+  md.renderer.rules.image = renderImage(md);
+  return (instance = md);
+}
 
 const EXTERNAL = /^(https?:\/\/|mailto:)/i;
 
@@ -66,7 +76,7 @@ function policeLinks(children: Token[], sections: Map<string, string>): void {
   }
 }
 
-md.renderer.rules.image = (tokens, idx) => {
+const renderImage = (md: MarkdownIt): NonNullable<MarkdownIt['renderer']['rules']['image']> => (tokens, idx) => {
   const t = tokens[idx]!;
   const src = (t.attrGet('src') ?? '').trim();
   const alt = t.children ? md.renderer.renderInlineAsText(t.children, md.options, {}) : t.content;
@@ -78,6 +88,7 @@ md.renderer.rules.image = (tokens, idx) => {
 
 /** sections: module-relative directories (modules/x, examples/y) and the anchors of their sections. */
 export function renderReadme(source: string, sections: Map<string, string>): string {
+  const md = markdown();
   const tokens = md.parse(source, {});
   for (const t of tokens) if (t.type === 'inline' && t.children) policeLinks(t.children, sections);
   return md.renderer.render(tokens, md.options, {});

@@ -13,7 +13,6 @@ import { postgresAdminUrl, testStore } from '../helpers/store.js';
 /** Several instances starting at once on one empty PostgreSQL database (postgres project only). */
 
 const root = path.resolve(import.meta.dirname, '../..');
-const tsx = path.join(root, 'node_modules/.bin/tsx');
 const children: ChildProcess[] = [];
 const cleanups: (() => Promise<void>)[] = [];
 
@@ -59,7 +58,8 @@ describe.skipIf(testStore !== 'postgres')('migrations on PostgreSQL', () => {
   it('starts three Terrace processes at once on one empty database; all serve it', async () => {
     const url = await freshDatabase();
     const procs = [0, 1, 2].map(() => {
-      const child = spawn(tsx, ['src/main.ts'], {
+      // node itself, not the tsx wrapper: killing a wrapper would leave its server running.
+      const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
         cwd: root,
         env: {
           PATH: process.env.PATH ?? '',
