@@ -148,6 +148,20 @@ export class GenerationCache<K, V> {
     return e.value;
   }
 
+  /**
+   * The entry under the current generation even if its lifetime has passed (expired says so):
+   * for serving a stale copy while a fresh one is made.
+   */
+  peek(key: K): { value: V; expired: boolean } | undefined {
+    const e = this.entries.get(key);
+    if (!e) return undefined;
+    if (e.generation !== this.generations.current(this.name)) {
+      this.entries.delete(key);
+      return undefined;
+    }
+    return { value: e.value, expired: this.ttlMs > 0 && performance.now() > e.expires };
+  }
+
   /** Stores value if nothing it was read from has changed since generation was taken. */
   set(key: K, value: V, generation: number): void {
     if (this.maxEntries === 0 || generation !== this.generations.current(this.name)) return;

@@ -25,7 +25,8 @@ export async function principalForTokenId(deps: Deps, tokenId: string): Promise<
 
 interface CachedPrincipal {
   principal: Principal;
-  expiredAt: string | null;
+  /** The token's expiry, ms since the epoch. */
+  expiresAt: number | null;
   /** When last_used_at was last written (ms since the epoch). */
   lastUsed: number;
 }
@@ -36,6 +37,19 @@ interface CachedPrincipal {
  * within TERRACE_CACHE_SYNC_MS on others. Expiry by the clock is checked on every use.
  */
 const principalCache = perServer((deps: Deps) => new GenerationCache<string, CachedPrincipal>(deps.generations, 'identity', deps.config.cacheMaxEntries));
+
+/**
+ * The principal of a presented token when everything about it is cached and nothing needs
+ * writing (its last use was touched within the minute); undefined means "ask resolvePrincipal",
+ * which also answers unknown and expired tokens.
+ */
+export function cachedPrincipal(deps: Deps, presented: string): Principal | undefined {
+  const entry = principalCache(deps).get(hashToken(presented));
+  if (!entry) return undefined;
+  const now = deps.clock.now().getTime();
+  if ((entry.expiresAt !== null && entry.expiresAt <= now) || now - entry.lastUsed > LAST_USED_GRANULARITY_MS) return undefined;
+  return entry.principal;
+}
 
 async function principalForHash(deps: Deps, hash: string): Promise<Principal | null> {
   const cache = principalCache(deps);
@@ -48,7 +62,7 @@ async function principalForHash(deps: Deps, hash: string): Promise<Principal | n
     entry = resolved;
     cache.set(hash, entry, generation);
   }
-  if (entry.expiredAt !== null && new Date(entry.expiredAt).getTime() <= now.getTime()) return null;
+  if (entry.expiresAt !== null && entry.expiresAt <= now.getTime()) return null;
   // Touch last_used_at at most once a minute so hot read paths do not write on every request.
   if (now.getTime() - entry.lastUsed > LAST_USED_GRANULARITY_MS) {
     entry.lastUsed = now.getTime();
@@ -64,7 +78,7 @@ async function lookupPrincipal(deps: Deps, hash: string): Promise<CachedPrincipa
   // Shared by every request that presents the token: frozen, so no caller can change it for the others.
   const cached = (principal: Principal): CachedPrincipal => {
     if (principal.kind === 'user') Object.freeze(principal.user);
-    return { principal: Object.freeze(principal), expiredAt: row.expired_at, lastUsed };
+    return { principal: Object.freeze(principal), expiresAt: row.expired_at === null ? null : new Date(row.expired_at).getTime(), lastUsed };
   };
   if (row.kind === 'user' && row.user_id) {
     const user: UserRow = {

@@ -26,6 +26,16 @@ export async function archiveUrlFor(deps: Deps, module: ModuleWithOrg, version: 
     const direct = await deps.blobs.directUrl(version.blob_key, { expiresInSeconds: deps.config.archiveUrlTtlSeconds, filename });
     if (direct) return checksum ? `${direct}${direct.includes('?') ? '&' : '?'}${checksum}` : direct;
   }
+  return signedArchiveUrl(deps, module, version);
+}
+
+/** Whether archiveUrlFor answers with Terrace's own signed URL (no presigning, which is asynchronous). */
+export const signsArchiveUrls = (deps: Deps): boolean => deps.blobs.driver !== 's3' || deps.config.s3.proxyDownloads;
+
+/** Terrace's own signed archive URL (what archiveUrlFor gives unless S3 serves downloads). */
+export function signedArchiveUrl(deps: Deps, module: ModuleWithOrg, version: Pick<VersionRow, 'id' | 'version' | 'sha256'>): string {
+  const checksum = version.sha256 ? `checksum=sha256:${version.sha256}` : '';
+  const filename = `${module.name}-${module.provider}-${version.version}.tar.gz`;
   const capability = deps.secrets.capability(PURPOSE, version.id, new Date(deps.clock.now().getTime() + deps.config.archiveUrlTtlSeconds * 1000));
   // Relative with a leading "/": Terraform resolves it against the download URL it called.
   return `/archives/${version.id}/${capability}/${encodeURIComponent(filename)}${checksum ? `?${checksum}` : ''}`;

@@ -25,10 +25,22 @@ const caches = perServer(
   }),
 );
 
+const moduleKey = (namespace: string, name: string, provider: string) => `${namespace.toLowerCase()}\u0000${name.toLowerCase()}\u0000${provider}`;
+
+/** The cached module row (null: cached as absent), or undefined when it is not cached. */
+export function peekModule(deps: Deps, namespace: string, name: string, provider: string): ModuleWithOrg | null | undefined {
+  return caches(deps).modules.get(moduleKey(namespace, name, provider));
+}
+
+/** The cached download lookup (null: cached as absent), or undefined when it is not cached. */
+export function peekDownloadVersion(deps: Deps, moduleId: string, version: string): DownloadVersion | null | undefined {
+  return caches(deps).downloads.get(`${moduleId}\u0000${version}`);
+}
+
 /** findModule for readers. The row is shared by every request that reads it: frozen. */
 export async function cachedModule(deps: Deps, namespace: string, name: string, provider: string): Promise<ModuleWithOrg | undefined> {
   const { modules } = caches(deps);
-  const key = `${namespace.toLowerCase()}\u0000${name.toLowerCase()}\u0000${provider}`;
+  const key = moduleKey(namespace, name, provider);
   const hit = modules.get(key);
   if (hit !== undefined) return hit ?? undefined;
   const generation = modules.generation();

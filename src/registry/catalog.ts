@@ -43,6 +43,14 @@ export async function readableOrganizationIds(deps: Deps, p: Principal | null): 
   return ids;
 }
 
+/** readableOrganizationIds when it needs no store read; undefined means "ask it". */
+export function cachedReadableOrganizationIds(deps: Deps, p: Principal | null): string[] | 'all' | undefined {
+  if (deps.config.publicRead) return 'all';
+  if (!p) return undefined;
+  if (isSiteAdmin(p)) return 'all';
+  return readableCache(deps).get(p.kind === 'user' ? `user:${p.user.id}` : `organization:${p.organizationId}`);
+}
+
 /** Readable organizations by user (or by organization, for team and organization tokens): memberships move the identity generation. */
 const readableCache = perServer((deps: Deps) => new GenerationCache<string, string[]>(deps.generations, 'identity', deps.config.cacheMaxEntries));
 

@@ -1,12 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Deps } from '../deps.js';
-import { resolvePrincipal } from '../identity/principal.js';
+import { cachedPrincipal, resolvePrincipal } from '../identity/principal.js';
 import { isTaskAccessToken } from '../identity/tokens.js';
 import { loggablePath } from '../logger.js';
 import type { Metrics } from '../ops/metrics.js';
-import { readableModule } from './catalog.js';
-import { versionsBody } from './cache.js';
+import { signedArchiveUrl, signsArchiveUrls } from './archive-url.js';
+import { cachedReadableOrganizationIds, readableModule } from './catalog.js';
+import { peekDownloadVersion, peekModule, versionsBody } from './cache.js';
+import { normalizeRequestedVersion } from './names.js';
 import { downloadLocation } from './protocol.js';
 
 export type NodeListener = (req: IncomingMessage, res: ServerResponse) => void;
@@ -29,6 +31,54 @@ const CLIENT_REQUEST_ID = /^[\w\-=]{1,255}$/;
 export function leanRegistryPath(deps: Deps, metrics: Metrics): (req: IncomingMessage, res: ServerResponse, app: NodeListener) => void {
   const log = deps.logger;
 
+  /**
+   * Everything from the caches, without a single await: true if answered. Undefined anywhere
+   * (not cached, a token to touch, a presigned URL to make) leaves it to answer() below.
+   */
+  function answerFromCache(req: IncomingMessage, res: ServerResponse, parts: string[], started: number): boolean {
+    const header = req.headers.authorization;
+    let principal = null;
+    if (header !== undefined && header.trim() !== '') {
+      const m = BEARER.exec(header);
+      if (!m || isTaskAccessToken(m[1]!)) return false;
+      const p = cachedPrincipal(deps, m[1]!);
+      if (!p) return false;
+      principal = p;
+    }
+    const orgs = cachedReadableOrganizationIds(deps, principal);
+    const module = orgs && peekModule(deps, parts[3]!, parts[4]!, parts[5]!);
+    if (!module || (orgs !== 'all' && !orgs!.includes(module.organization_id))) return false;
+    if (parts.length === 7) {
+      send(req, res, 200, VERSIONS_ROUTE, started, versionsBody(module));
+      return true;
+    }
+    if (!signsArchiveUrls(deps)) return false;
+    const version = normalizeRequestedVersion(parts[6]!);
+    const row = version && peekDownloadVersion(deps, module.id, version);
+    if (!row || row.status !== 'ok') return false;
+    const url = signedArchiveUrl(deps, module, row);
+    deps.downloads.count(module.id, deps.clock.now().toISOString().slice(0, 10));
+    send(req, res, 204, DOWNLOAD_ROUTE, started, undefined, url);
+    return true;
+  }
+
+  function send(req: IncomingMessage, res: ServerResponse, status: number, route: string, started: number, body?: Uint8Array, location?: string): void {
+    const supplied = req.headers['x-request-id'];
+    const requestId = typeof supplied === 'string' && CLIENT_REQUEST_ID.test(supplied) ? supplied : randomUUID();
+    if (body) {
+      res.writeHead(status, { 'Content-Type': 'application/json', 'Content-Length': body.byteLength, 'X-Request-Id': requestId });
+      res.end(body);
+    } else {
+      res.writeHead(status, { 'X-Request-Id': requestId, 'X-Terraform-Get': location! });
+      res.end();
+    }
+    const seconds = (performance.now() - started) / 1000;
+    metrics.observe('GET', route, status, seconds);
+    if (log.isLevelEnabled('info')) {
+      log.info({ reqId: requestId, method: 'GET', path: loggablePath(req.url!), status, ms: Math.round(seconds * 10_000) / 10 }, 'request');
+    }
+  }
+
   async function answer(req: IncomingMessage, res: ServerResponse, parts: string[], started: number): Promise<boolean> {
     const header = req.headers.authorization;
     let principal = null;
@@ -41,27 +91,11 @@ export function leanRegistryPath(deps: Deps, metrics: Metrics): (req: IncomingMe
       return false;
     }
     const module = await readableModule(deps, principal, parts[3]!, parts[4]!, parts[5]!);
-    const supplied = req.headers['x-request-id'];
-    const requestId = typeof supplied === 'string' && CLIENT_REQUEST_ID.test(supplied) ? supplied : randomUUID();
-    let status: number;
-    let route: string;
     if (parts.length === 7) {
-      const body = versionsBody(module);
-      status = 200;
-      route = VERSIONS_ROUTE;
-      res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': body.byteLength, 'X-Request-Id': requestId });
-      res.end(body);
+      send(req, res, 200, VERSIONS_ROUTE, started, versionsBody(module));
     } else {
       const url = await downloadLocation(deps, module, parts[6]!, true);
-      status = 204;
-      route = DOWNLOAD_ROUTE;
-      res.writeHead(204, { 'X-Request-Id': requestId, 'X-Terraform-Get': url });
-      res.end();
-    }
-    const seconds = (performance.now() - started) / 1000;
-    metrics.observe('GET', route, status, seconds);
-    if (log.isLevelEnabled('info')) {
-      log.info({ reqId: requestId, method: 'GET', path: loggablePath(req.url!), status, ms: Math.round(seconds * 10_000) / 10 }, 'request');
+      send(req, res, 204, DOWNLOAD_ROUTE, started, undefined, url);
     }
     return true;
   }
@@ -75,6 +109,11 @@ export function leanRegistryPath(deps: Deps, metrics: Metrics): (req: IncomingMe
     const last = parts[parts.length - 1];
     if (!((parts.length === 7 && last === 'versions') || (parts.length === 8 && last === 'download')) || parts.includes('', 1)) return app(req, res);
     const started = performance.now();
+    try {
+      if (answerFromCache(req, res, parts, started)) return;
+    } catch (err) {
+      if (res.headersSent) return log.error({ err }, 'the registry lean path failed after answering');
+    }
     answer(req, res, parts, started).then(
       (answered) => {
         if (!answered) app(req, res);

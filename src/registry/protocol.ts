@@ -22,10 +22,53 @@ const encoder = new TextEncoder();
  * expire together), since they carry download totals.
  */
 export const LIST_PAGE_TTL_MS = 30_000;
-const listPages = perServer((deps: Deps) => ({
-  pages: new GenerationCache<string, Uint8Array<ArrayBuffer>>(deps.generations, 'registry', deps.config.cacheMaxEntries, LIST_PAGE_TTL_MS, 0.2),
-  rendering: new Map<string, Promise<Uint8Array<ArrayBuffer>>>(),
-}));
+type Page = Uint8Array<ArrayBuffer>;
+interface ListPages {
+  pages: GenerationCache<string, Page>;
+  rendering: Map<string, Promise<Page>>;
+  /** Expired pages waiting to be made again, one at a time. */
+  refreshing: Map<string, () => Promise<Page>>;
+  refresher: Promise<void> | null;
+}
+
+const listPages = perServer(
+  (deps: Deps): ListPages => ({
+    pages: new GenerationCache<string, Page>(deps.generations, 'registry', deps.config.cacheMaxEntries, LIST_PAGE_TTL_MS, 0.2),
+    rendering: new Map(),
+    refreshing: new Map(),
+    refresher: null,
+  }),
+);
+
+/**
+ * Requests for a page being rendered wait for that rendering rather than each running the same
+ * search (the store's calls are synchronous on SQLite: fifty at once would queue).
+ */
+function renderOnce(cache: ListPages, key: string, render: () => Promise<Page>): Promise<Page> {
+  let pending = cache.rendering.get(key);
+  if (!pending) {
+    pending = render().finally(() => cache.rendering.delete(key));
+    cache.rendering.set(key, pending);
+  }
+  return pending;
+}
+
+/**
+ * Makes expired pages again in the background, one at a time with a turn of the event loop
+ * between them, so many pages expiring together never hold up the requests being served.
+ */
+function refreshLater(deps: Deps, cache: ListPages, key: string, render: () => Promise<Page>): void {
+  if (cache.refreshing.has(key) || cache.rendering.has(key)) return;
+  cache.refreshing.set(key, render);
+  cache.refresher ??= (async () => {
+    for (const [k, r] of cache.refreshing) {
+      await new Promise((resolve) => setImmediate(resolve));
+      await renderOnce(cache, k, r).catch((err) => deps.logger.warn({ err }, 'could not refresh a cached registry list page'));
+      cache.refreshing.delete(k);
+    }
+    cache.refresher = null;
+  })();
+}
 
 /** The base of the request's mount, e.g. "/v1/modules/": redirects and hints stay under it. */
 function baseOf(c: Context<AppEnv>): string {
@@ -55,29 +98,28 @@ export function protocolRoutes(deps: Deps): Hono<AppEnv> {
     if (q.get('verified') === 'true') return c.json({ meta: registryMeta(c, page, 0, false), modules: [] });
     // The same URL read by callers who may read the same organizations gets the same page.
     const key = `${organizationIds === 'all' ? '*' : organizationIds.join(',')}\n${c.req.url}`;
-    const { pages, rendering } = listPages(deps);
-    const hit = pages.get(key);
-    if (hit) return c.body(hit, 200, JSON_HEADERS);
-    // Requests for a page being rendered wait for that rendering rather than each running the
-    // same search (the store's calls are synchronous on SQLite: fifty at once would queue).
-    let pending = rendering.get(key);
-    if (!pending) {
-      const principal = c.get('principal');
-      pending = (async () => {
-        const generation = pages.generation();
-        const { modules, hasMore } = await findModules(deps, principal, { ...filter, provider }, page);
-        const body = encoder.encode(
-          JSON.stringify({
-            meta: registryMeta(c, page, modules.length, hasMore),
-            modules: modules.map((s) => protocolModule(s.module, s.latest, s.downloads)),
-          }),
-        );
-        pages.set(key, body, generation);
-        return body;
-      })().finally(() => rendering.delete(key));
-      rendering.set(key, pending);
+    const cache = listPages(deps);
+    const principal = c.get('principal');
+    const render = async () => {
+      const generation = cache.pages.generation();
+      const { modules, hasMore } = await findModules(deps, principal, { ...filter, provider }, page);
+      const body = encoder.encode(
+        JSON.stringify({
+          meta: registryMeta(c, page, modules.length, hasMore),
+          modules: modules.map((s) => protocolModule(s.module, s.latest, s.downloads)),
+        }),
+      );
+      cache.pages.set(key, body, generation);
+      return body;
+    };
+    const cached = cache.pages.peek(key);
+    if (cached) {
+      // Nothing in it changed but its download totals may be old: this request gets it as it is
+      // and a fresh one is made behind it.
+      if (cached.expired) refreshLater(deps, cache, key, render);
+      return c.body(cached.value, 200, JSON_HEADERS);
     }
-    return c.body(await pending, 200, JSON_HEADERS);
+    return c.body(await renderOnce(cache, key, render), 200, JSON_HEADERS);
   }
 
   function readable(c: Context<AppEnv>): Promise<ModuleWithOrg> {
