@@ -108,7 +108,32 @@ export async function inTransaction<T>(db: Db, fn: (tx: Tx) => Promise<T>): Prom
   return result;
 }
 
+const commitHooks = new WeakMap<object, (() => void)[]>();
+
+/**
+ * Runs fn once the transaction db belongs to has committed (at once outside one): for what must
+ * happen once per change, such as a log line, when PostgreSQL may run the transaction again.
+ */
+export function afterCommit(db: Queryable, fn: () => void): void {
+  const hooks = commitHooks.get(db);
+  if (hooks) hooks.push(fn);
+  else fn();
+}
+
 async function runTransaction<T>(db: Db, fn: (tx: Tx) => Promise<T>): Promise<T> {
+  // Each attempt collects its own hooks; only the committed attempt's run.
+  let hooks: (() => void)[] = [];
+  const attempt = (tx: Tx) => {
+    hooks = [];
+    commitHooks.set(tx, hooks);
+    return fn(tx);
+  };
+  const result = await attemptTransaction(db, attempt);
+  for (const h of hooks) h();
+  return result;
+}
+
+async function attemptTransaction<T>(db: Db, fn: (tx: Tx) => Promise<T>): Promise<T> {
   if (!isPostgres(db)) return db.transaction().execute(fn);
   for (let attempt = 1; ; attempt++) {
     try {

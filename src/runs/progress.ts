@@ -1,5 +1,5 @@
 import { rfc3339 } from '../clock.js';
-import type { Tx } from '../db/index.js';
+import { afterCommit, type Tx } from '../db/index.js';
 import type { Deps } from '../deps.js';
 import { conflict } from '../http/errors.js';
 import { generateTaskAccessToken, hashToken } from '../identity/tokens.js';
@@ -50,7 +50,8 @@ export async function fire(tx: Tx, deps: Deps, run: RunRow, event: RunEvent, ext
   const stage = stageOf(to);
   if (stage) await startStage(tx, deps, run.id, stage);
   if (to === 'canceled') await cancelOpenTasks(tx, deps, run.id);
-  deps.logger.info({ run: run.id, from, to, event }, 'run moved');
+  // Once per change: PostgreSQL may run this transaction again after a serialization failure.
+  afterCommit(tx, () => deps.logger.info({ run: run.id, from, to, event }, 'run moved'));
   return (await getRun(tx, run.id))!;
 }
 
