@@ -13,28 +13,35 @@ export type AppEnv = {
   };
 };
 
+const BEARER = /^Bearer\s+(\S+)\s*$/i;
+
+/** The token an Authorization header presents: null when it presents none, undefined when it is not "Bearer <token>". */
+export function presentedToken(header: string | undefined): string | null | undefined {
+  if (header === undefined || header.trim() === '') return null;
+  return BEARER.exec(header)?.[1];
+}
+
 /**
  * Resolves the bearer token, if any, into c.var.principal. A token that is presented but
  * malformed, unknown or expired is 401 everywhere, even on endpoints that allow anonymous reads.
  */
 export function authenticate(deps: Deps): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
-    const header = c.req.header('authorization');
+    const token = presentedToken(c.req.header('authorization'));
     c.set('taskToken', null);
-    if (header === undefined || header.trim() === '') {
+    if (token === null) {
       c.set('principal', null);
       return next();
     }
-    const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
-    if (!m) throw unauthorized('the Authorization header must be "Bearer <token>"');
+    if (token === undefined) throw unauthorized('the Authorization header must be "Bearer <token>"');
     // Checked by the run task routes against the one task result it was issued for; every other
     // route sees no principal and answers 401.
-    if (isTaskAccessToken(m[1]!)) {
+    if (isTaskAccessToken(token)) {
       c.set('principal', null);
-      c.set('taskToken', m[1]!);
+      c.set('taskToken', token);
       return next();
     }
-    const principal = await resolvePrincipal(deps, m[1]!);
+    const principal = await resolvePrincipal(deps, token);
     if (!principal) throw unauthorized('the API token is invalid or has expired');
     c.set('principal', principal);
     return next();

@@ -1,7 +1,7 @@
 import type { MiddlewareHandler } from 'hono';
-import { routePath } from 'hono/route';
 import { collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import type { Deps } from '../deps.js';
+import { routeLabel } from '../http/route.js';
 import { downloadsCounted } from '../registry/catalog.js';
 
 /**
@@ -50,13 +50,19 @@ export function createMetrics(deps: Deps): Metrics {
     count(deps.db.selectFrom('jobs').select((eb) => eb.fn.countAll<number>().as('n')).where('run_at', '<=', deps.clock.now().toISOString()).executeTakeFirst()),
   );
 
-  const middleware: MiddlewareHandler = async (c, next) => {
-    const end = duration.startTimer();
-    await next();
-    // The route pattern, never the raw path: capability URLs carry secrets and ids explode cardinality.
-    end({ method: c.req.method, route: c.res.status === 404 && routePath(c, -1) === '*' ? 'unmatched' : routePath(c, -1), status: String(c.res.status) });
+  // One labelled child per (method, route, status): observing through it skips prom-client's
+  // hashing of the label object on every request.
+  const children = new Map<string, { observe(seconds: number): void }>();
+  const observe = (method: string, route: string, status: number, seconds: number) => {
+    const key = `${method} ${status} ${route}`;
+    let child = children.get(key);
+    if (!child) children.set(key, (child = duration.labels(method, route, String(status))));
+    child.observe(seconds);
   };
-  const observe = (method: string, route: string, status: number, seconds: number) =>
-    duration.observe({ method, route, status: String(status) }, seconds);
+  const middleware: MiddlewareHandler = async (c, next) => {
+    const started = performance.now();
+    await next();
+    observe(c.req.method, routeLabel(c), c.res.status, (performance.now() - started) / 1000);
+  };
   return { registry, middleware, observe };
 }

@@ -20,10 +20,9 @@ const PURPOSE = 'archive-url';
  * contentDisposition). A version published before sha256 was stored gets no checksum.
  */
 export async function archiveUrlFor(deps: Deps, module: ModuleWithOrg, version: Pick<VersionRow, 'id' | 'version' | 'blob_key' | 'sha256'>): Promise<string> {
-  const checksum = version.sha256 ? `checksum=sha256:${version.sha256}` : '';
-  const filename = `${module.name}-${module.provider}-${version.version}.tar.gz`;
   if (deps.blobs.driver === 's3' && !deps.config.s3.proxyDownloads && version.blob_key) {
-    const direct = await deps.blobs.directUrl(version.blob_key, { expiresInSeconds: deps.config.archiveUrlTtlSeconds, filename });
+    const direct = await deps.blobs.directUrl(version.blob_key, { expiresInSeconds: deps.config.archiveUrlTtlSeconds, filename: fileNameOf(module, version) });
+    const checksum = checksumOf(version);
     if (direct) return checksum ? `${direct}${direct.includes('?') ? '&' : '?'}${checksum}` : direct;
   }
   return signedArchiveUrl(deps, module, version);
@@ -32,13 +31,33 @@ export async function archiveUrlFor(deps: Deps, module: ModuleWithOrg, version: 
 /** Whether archiveUrlFor answers with Terrace's own signed URL (no presigning, which is asynchronous). */
 export const signsArchiveUrls = (deps: Deps): boolean => deps.blobs.driver !== 's3' || deps.config.s3.proxyDownloads;
 
+type SignedVersion = Pick<VersionRow, 'id' | 'version' | 'sha256'>;
+
+const checksumOf = (version: SignedVersion) => (version.sha256 ? `checksum=sha256:${version.sha256}` : '');
+const fileNameOf = (module: ModuleWithOrg, version: SignedVersion) => `${module.name}-${module.provider}-${version.version}.tar.gz`;
+
+/**
+ * A signed URL's expiry is rounded down to a twentieth of TERRACE_ARCHIVE_URL_TTL (15 s of the
+ * default 300 s), so it lives between 95% and 100% of the TTL, never longer, and a version's URL
+ * is signed once per such step instead of once per download.
+ */
+const EXPIRY_STEPS_PER_TTL = 20;
+const signedUrls = new WeakMap<SignedVersion, { module: ModuleWithOrg; expires: number; url: string }>();
+
 /** Terrace's own signed archive URL (what archiveUrlFor gives unless S3 serves downloads). */
-export function signedArchiveUrl(deps: Deps, module: ModuleWithOrg, version: Pick<VersionRow, 'id' | 'version' | 'sha256'>): string {
-  const checksum = version.sha256 ? `checksum=sha256:${version.sha256}` : '';
-  const filename = `${module.name}-${module.provider}-${version.version}.tar.gz`;
-  const capability = deps.secrets.capability(PURPOSE, version.id, new Date(deps.clock.now().getTime() + deps.config.archiveUrlTtlSeconds * 1000));
+export function signedArchiveUrl(deps: Deps, module: ModuleWithOrg, version: SignedVersion): string {
+  const ttl = deps.config.archiveUrlTtlSeconds;
+  const step = Math.max(1, Math.floor(ttl / EXPIRY_STEPS_PER_TTL));
+  const expires = Math.floor((deps.clock.now().getTime() / 1000 + ttl) / step) * step;
+  // Rows from the registry caches are frozen and replaced on any change: their URL can be kept.
+  const kept = signedUrls.get(version);
+  if (kept && kept.expires === expires && kept.module === module) return kept.url;
+  const capability = deps.secrets.capability(PURPOSE, version.id, new Date(expires * 1000));
+  const checksum = checksumOf(version);
   // Relative with a leading "/": Terraform resolves it against the download URL it called.
-  return `/archives/${version.id}/${capability}/${encodeURIComponent(filename)}${checksum ? `?${checksum}` : ''}`;
+  const url = `/archives/${version.id}/${capability}/${encodeURIComponent(fileNameOf(module, version))}${checksum ? `?${checksum}` : ''}`;
+  if (Object.isFrozen(version)) signedUrls.set(version, { module, expires, url });
+  return url;
 }
 
 export function archiveRoutes(deps: Deps): Hono<AppEnv> {

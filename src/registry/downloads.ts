@@ -49,6 +49,9 @@ export class DownloadCounter {
   private epoch = 0;
   private timer: NodeJS.Timeout | null = null;
   private readonly maxKeys: number;
+  /** The UTC day (YYYY-MM-DD) of the last countAt, and its number of days since the epoch. */
+  private day = '';
+  private dayNumber = NaN;
 
   /**
    * The function that writes one batch. Tests replace it (wrapping the original) to make a flush
@@ -70,6 +73,16 @@ export class DownloadCounter {
     if (this.timer) return;
     this.timer = setInterval(() => void this.flushOnce(), this.opts.flushMs);
     this.timer.unref();
+  }
+
+  /** Counts one download of a module at a time (on its UTC day). */
+  countAt(moduleId: string, at: Date): void {
+    const dayNumber = Math.floor(at.getTime() / 86_400_000);
+    if (dayNumber !== this.dayNumber) {
+      this.dayNumber = dayNumber;
+      this.day = at.toISOString().slice(0, 10);
+    }
+    this.count(moduleId, this.day);
   }
 
   /** Counts one download of a module on a UTC day. Synchronous: no I/O on the download path. */

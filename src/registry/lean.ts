@@ -1,32 +1,36 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Deps } from '../deps.js';
-import { cachedPrincipal, resolvePrincipal } from '../identity/principal.js';
+import { presentedToken } from '../http/auth.js';
+import { cachedPrincipal, resolvePrincipal, type Principal } from '../identity/principal.js';
 import { isTaskAccessToken } from '../identity/tokens.js';
 import { loggablePath } from '../logger.js';
 import type { Metrics } from '../ops/metrics.js';
-import { signedArchiveUrl, signsArchiveUrls } from './archive-url.js';
 import { cachedReadableOrganizationIds, readableModule } from './catalog.js';
-import { peekDownloadVersion, peekModule, versionsBody } from './cache.js';
-import { normalizeRequestedVersion } from './names.js';
-import { downloadLocation } from './protocol.js';
+import { peekModule, versionsBody } from './cache.js';
+import { cachedDownloadLocation, downloadLocation, freshListPage } from './protocol.js';
 
 export type NodeListener = (req: IncomingMessage, res: ServerResponse) => void;
 
 const VERSIONS_ROUTE = '/v1/modules/:namespace/:name/:provider/versions';
 const DOWNLOAD_ROUTE = '/v1/modules/:namespace/:name/:provider/:version/download';
-const BEARER = /^Bearer\s+(\S+)\s*$/i;
 const CLIENT_REQUEST_ID = /^[\w\-=]{1,255}$/;
+/**
+ * The list routes' base without its slash. Only the protocol's own: under /api/ the app adds the
+ * API's headers (rate limit, versions), so those pages stay the app's.
+ */
+const LIST_BASE = '/v1/modules';
 
 /**
- * The two requests `terraform init` makes per module — its version list and a version's download
- * location — answered straight from node:http when everything they need is cached, without the
- * framework's per-request work (Request and Context objects, the authorization scope, routing
- * over the whole API). Anything else, and any request this path cannot answer with a success
- * (no token where one is needed, an unknown token, a module the caller may not read, a version
- * that is not published, an error), goes to the app unchanged, which answers it as it always
- * has. Same answers, same headers, same metrics and access log; the app's handlers share the
- * functions used here.
+ * What the registry protocol's hottest requests are answered with straight from node:http when
+ * everything they need is cached, without the framework's per-request work (Request and Context
+ * objects, the authorization scope, routing over the whole API): the two requests `terraform
+ * init` makes per module (its version list and a version's download location) and list and
+ * search pages already rendered. Anything else, and any request this path cannot answer with a
+ * success (no token where one is needed, an unknown token, a module the caller may not read, a
+ * version that is not published, a page not cached, an error), goes to the app unchanged, which
+ * answers it as it always has. Same answers, same headers, same metrics and access log; the app's
+ * handlers share the functions used here.
  */
 export function leanRegistryPath(deps: Deps, metrics: Metrics): (req: IncomingMessage, res: ServerResponse, app: NodeListener) => void {
   const log = deps.logger;
@@ -35,16 +39,24 @@ export function leanRegistryPath(deps: Deps, metrics: Metrics): (req: IncomingMe
    * Everything from the caches, without a single await: true if answered. Undefined anywhere
    * (not cached, a token to touch, a presigned URL to make) leaves it to answer() below.
    */
+  /**
+   * The caller's principal from the caches: null for no token, undefined when only the app can
+   * tell (a token not cached, due a touch, malformed or a run task's).
+   */
+  function cachedCaller(req: IncomingMessage): Principal | null | undefined {
+    const token = presentedToken(req.headers.authorization);
+    if (token === null || token === undefined) return token;
+    return isTaskAccessToken(token) ? undefined : cachedPrincipal(deps, token);
+  }
+
+  /**
+   * A version list or download location from the caches, without a single await: true if
+   * answered. Undefined anywhere (not cached, a token to touch, a presigned URL to make) leaves it
+   * to answer() below.
+   */
   function answerFromCache(req: IncomingMessage, res: ServerResponse, parts: string[], started: number): boolean {
-    const header = req.headers.authorization;
-    let principal = null;
-    if (header !== undefined && header.trim() !== '') {
-      const m = BEARER.exec(header);
-      if (!m || isTaskAccessToken(m[1]!)) return false;
-      const p = cachedPrincipal(deps, m[1]!);
-      if (!p) return false;
-      principal = p;
-    }
+    const principal = cachedCaller(req);
+    if (principal === undefined) return false;
     const orgs = cachedReadableOrganizationIds(deps, principal);
     const module = orgs && peekModule(deps, parts[3]!, parts[4]!, parts[5]!);
     if (!module || (orgs !== 'all' && !orgs!.includes(module.organization_id))) return false;
@@ -52,13 +64,20 @@ export function leanRegistryPath(deps: Deps, metrics: Metrics): (req: IncomingMe
       send(req, res, 200, VERSIONS_ROUTE, started, versionsBody(module));
       return true;
     }
-    if (!signsArchiveUrls(deps)) return false;
-    const version = normalizeRequestedVersion(parts[6]!);
-    const row = version && peekDownloadVersion(deps, module.id, version);
-    if (!row || row.status !== 'ok') return false;
-    const url = signedArchiveUrl(deps, module, row);
-    deps.downloads.count(module.id, deps.clock.now().toISOString().slice(0, 10));
+    const url = cachedDownloadLocation(deps, module, parts[6]!);
+    if (url === undefined) return false;
     send(req, res, 204, DOWNLOAD_ROUTE, started, undefined, url);
+    return true;
+  }
+
+  /** A list or search page already rendered for callers who read what this one reads: true if answered. */
+  function listPageFromCache(req: IncomingMessage, res: ServerResponse, target: string, started: number): boolean {
+    const principal = cachedCaller(req);
+    if (principal === undefined) return false;
+    const orgs = cachedReadableOrganizationIds(deps, principal);
+    const page = orgs && freshListPage(deps, orgs, target);
+    if (!page) return false;
+    send(req, res, 200, page.route, started, page.body);
     return true;
   }
 
@@ -80,12 +99,11 @@ export function leanRegistryPath(deps: Deps, metrics: Metrics): (req: IncomingMe
   }
 
   async function answer(req: IncomingMessage, res: ServerResponse, parts: string[], started: number): Promise<boolean> {
-    const header = req.headers.authorization;
+    const token = presentedToken(req.headers.authorization);
     let principal = null;
-    if (header !== undefined && header.trim() !== '') {
-      const m = BEARER.exec(header);
-      if (!m || isTaskAccessToken(m[1]!)) return false;
-      principal = await resolvePrincipal(deps, m[1]!);
+    if (token === undefined || (token !== null && isTaskAccessToken(token))) return false;
+    if (token !== null) {
+      principal = await resolvePrincipal(deps, token);
       if (!principal) return false;
     } else if (!deps.config.publicRead) {
       return false;
@@ -100,15 +118,34 @@ export function leanRegistryPath(deps: Deps, metrics: Metrics): (req: IncomingMe
     return true;
   }
 
+  /** A list route's request (url starts with LIST_BASE): the base alone, search, a namespace or a namespace and name, any query. */
+  function isListTarget(url: string): boolean {
+    const q = url.indexOf('?');
+    const path = q === -1 ? url : url.slice(0, q);
+    if (path.length > LIST_BASE.length && path[LIST_BASE.length] !== '/') return false;
+    let slashes = 0;
+    for (let i = LIST_BASE.length; i < path.length; i++) if (path[i] === '/') slashes++;
+    return slashes <= 2;
+  }
+
   return (req, res, app) => {
     const url = req.url;
-    // Only plain GETs of the two paths, spelled the one way Terraform spells them: no query,
-    // no percent-encoding, no empty segment. Everything else is the app's.
-    if (req.method !== 'GET' || url === undefined || !url.startsWith('/v1/modules/') || url.includes('?') || url.includes('%')) return app(req, res);
+    if (req.method !== 'GET' || url === undefined || !url.startsWith(LIST_BASE)) return app(req, res);
+    const started = performance.now();
     const parts = url.split('/');
     const last = parts[parts.length - 1];
-    if (!((parts.length === 7 && last === 'versions') || (parts.length === 8 && last === 'download')) || parts.includes('', 1)) return app(req, res);
-    const started = performance.now();
+    // The version list and download paths spelled the one way Terraform spells them: no query,
+    // no percent-encoding, no empty segment.
+    const registryCall = url.startsWith('/v1/modules/') && !url.includes('?') && !url.includes('%') && ((parts.length === 7 && last === 'versions') || (parts.length === 8 && last === 'download')) && !parts.includes('', 1);
+    if (!registryCall) {
+      // A page rendered before for the same target: any other spelling is a miss, which the app answers.
+      try {
+        if (isListTarget(url) && listPageFromCache(req, res, url, started)) return;
+      } catch (err) {
+        if (res.headersSent) return log.error({ err }, 'the registry lean path failed after answering');
+      }
+      return app(req, res);
+    }
     try {
       if (answerFromCache(req, res, parts, started)) return;
     } catch (err) {

@@ -6,11 +6,12 @@ import { badRequest, notFound } from '../http/errors.js';
 import { MODULE_PROTOCOL_BASES } from '../http/surface.js';
 import { parseOffsetLimit, registryMeta } from '../http/pagination.js';
 import { queryParams } from '../http/query.js';
-import { archiveUrlFor } from './archive-url.js';
+import { requestTarget, routeLabel } from '../http/route.js';
+import { archiveUrlFor, signedArchiveUrl, signsArchiveUrls } from './archive-url.js';
 import { findModules, moduleDownloadSummary, publishedVersion, readableModule, readableOrganizationIds, type ModuleFilter } from './catalog.js';
 import { normalizeRequestedVersion } from './names.js';
 import { protocolModule, protocolModuleDetail } from './serialize.js';
-import { cachedDownloadVersion, versionsBody } from './cache.js';
+import { cachedDownloadVersion, peekDownloadVersion, versionsBody } from './cache.js';
 import type { ModuleWithOrg } from './store.js';
 
 const JSON_HEADERS = { 'Content-Type': 'application/json' };
@@ -22,7 +23,11 @@ const encoder = new TextEncoder();
  * expire together), since they carry download totals.
  */
 export const LIST_PAGE_TTL_MS = 30_000;
-type Page = Uint8Array<ArrayBuffer>;
+/** A rendered page and the route it answers (the lean path times it under the same label). */
+export interface Page {
+  body: Uint8Array<ArrayBuffer>;
+  route: string;
+}
 interface ListPages {
   pages: GenerationCache<string, Page>;
   rendering: Map<string, Promise<Page>>;
@@ -39,6 +44,21 @@ const listPages = perServer(
     refresher: null,
   }),
 );
+
+/**
+ * A list page's cache key: whom it was rendered for (the organizations they may read) and the
+ * request's path and query as sent. The page holds no host: next_url and prev_url are paths.
+ */
+const pageKey = (organizationIds: readonly string[] | 'all', target: string) => `${organizationIds === 'all' ? '*' : organizationIds.join(',')}\n${target}`;
+
+/**
+ * The cached page for a list or search request if one is there and has not expired (the lean
+ * path's answer; an expired page is the app's, which serves it and has it made again).
+ */
+export function freshListPage(deps: Deps, organizationIds: readonly string[] | 'all', target: string): Page | undefined {
+  const hit = listPages(deps).pages.peek(pageKey(organizationIds, target));
+  return hit && !hit.expired ? hit.value : undefined;
+}
 
 /**
  * Requests for a page being rendered wait for that rendering rather than each running the same
@@ -81,7 +101,21 @@ export async function downloadLocation(deps: Deps, m: ModuleWithOrg, raw: string
   const row = version ? await cachedDownloadVersion(deps, m.id, version) : undefined;
   if (!row || row.status !== 'ok') throw notFound(`version ${raw} of ${m.namespace}/${m.name}/${m.provider} not found`);
   const url = await archiveUrlFor(deps, m, row);
-  if (count) deps.downloads.count(m.id, deps.clock.now().toISOString().slice(0, 10));
+  if (count) deps.downloads.countAt(m.id, deps.clock.now());
+  return url;
+}
+
+/**
+ * downloadLocation (counted) when everything it needs is cached and the URL is Terrace's own:
+ * synchronous. Undefined when it is not, and then nothing was counted.
+ */
+export function cachedDownloadLocation(deps: Deps, m: ModuleWithOrg, raw: string): string | undefined {
+  if (!signsArchiveUrls(deps)) return undefined;
+  const version = normalizeRequestedVersion(raw);
+  const row = version && peekDownloadVersion(deps, m.id, version);
+  if (!row || row.status !== 'ok') return undefined;
+  const url = signedArchiveUrl(deps, m, row);
+  deps.downloads.countAt(m.id, deps.clock.now());
   return url;
 }
 
@@ -97,29 +131,33 @@ export function protocolRoutes(deps: Deps): Hono<AppEnv> {
     // Terrace has no partner verification: verified=true matches nothing, anything else all.
     if (q.get('verified') === 'true') return c.json({ meta: registryMeta(c, page, 0, false), modules: [] });
     // The same URL read by callers who may read the same organizations gets the same page.
-    const key = `${organizationIds === 'all' ? '*' : organizationIds.join(',')}\n${c.req.url}`;
+    const key = pageKey(organizationIds, requestTarget(c.req.url));
+    const route = routeLabel(c);
     const cache = listPages(deps);
     const principal = c.get('principal');
     const render = async () => {
       const generation = cache.pages.generation();
       const { modules, hasMore } = await findModules(deps, principal, { ...filter, provider }, page);
-      const body = encoder.encode(
-        JSON.stringify({
-          meta: registryMeta(c, page, modules.length, hasMore),
-          modules: modules.map((s) => protocolModule(s.module, s.latest, s.downloads)),
-        }),
-      );
-      cache.pages.set(key, body, generation);
-      return body;
+      const rendered: Page = {
+        body: encoder.encode(
+          JSON.stringify({
+            meta: registryMeta(c, page, modules.length, hasMore),
+            modules: modules.map((s) => protocolModule(s.module, s.latest, s.downloads)),
+          }),
+        ),
+        route,
+      };
+      cache.pages.set(key, rendered, generation);
+      return rendered;
     };
     const cached = cache.pages.peek(key);
     if (cached) {
       // Nothing in it changed but its download totals may be old: this request gets it as it is
       // and a fresh one is made behind it.
       if (cached.expired) refreshLater(deps, cache, key, render);
-      return c.body(cached.value, 200, JSON_HEADERS);
+      return c.body(cached.value.body, 200, JSON_HEADERS);
     }
-    return c.body(await renderOnce(cache, key, render), 200, JSON_HEADERS);
+    return c.body((await renderOnce(cache, key, render)).body, 200, JSON_HEADERS);
   }
 
   function readable(c: Context<AppEnv>): Promise<ModuleWithOrg> {

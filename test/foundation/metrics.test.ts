@@ -40,4 +40,24 @@ describe('GET /metrics', () => {
     expect(lines.some((l) => l.includes('/uploads/modules/') && !l.includes(':token'))).toBe(false);
     expect(lines.some((l) => l.includes('acme'))).toBe(false);
   });
+
+  it('labels a request by the route that answered it, or that would have answered a refused one', async () => {
+    // /v1/modules/search also matches /v1/modules/:namespace, and …/versions matches …/:version:
+    // the handlers registered first answer them.
+    await t.api('GET', '/v1/modules/search?q=vpc');
+    await t.api('GET', '/v1/modules/acme');
+    expect((await t.api('GET', '/v1/modules/acme/vpc/aws/versions', { token: 'nope' })).status).toBe(401);
+    expect((await t.api('GET', '/no/such/route')).status).toBe(404);
+    const r = await t.api('GET', '/metrics', { token: null });
+    const count = (route: string, status: number) =>
+      r.text
+        .split('\n')
+        .filter((l) => l.startsWith('terrace_http_request_duration_seconds_count') && l.includes(`route="${route}"`) && l.includes(`status="${status}"`))
+        .map((l) => Number(l.split(' ').pop()));
+    expect(count('/v1/modules/search', 200)).toEqual([1]);
+    expect(count('/v1/modules/:namespace', 200)).toEqual([1]);
+    expect(count('/v1/modules/:namespace/:name/:provider/versions', 401)).toEqual([1]);
+    expect(count('/v1/modules/:namespace/:name/:provider/:version', 401)).toEqual([]);
+    expect(count('unmatched', 404)).toEqual([1]);
+  });
 });

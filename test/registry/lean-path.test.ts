@@ -1,0 +1,135 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ManualClock } from '../../src/clock.js';
+import { addMember, createOrganization, publish } from '../helpers/registry.js';
+import { createUserWithToken, startTestServer, type TestServer } from '../helpers/server.js';
+
+/**
+ * The lean path (src/registry/lean.ts) answers version lists, download locations and list and
+ * search pages from the caches without the app. The first request of each kind below is the
+ * app's (nothing is cached yet) and the second the lean path's: they must be the same answer,
+ * headers included, counted in the same metric, and never reach a caller the app would refuse.
+ */
+
+let t: TestServer;
+let clock: ManualClock;
+let member: { id: string; username: string; token: string };
+
+beforeAll(async () => {
+  clock = new ManualClock(new Date('2026-03-01T12:00:00Z'));
+  t = await startTestServer({ TERRACE_PUBLIC_READ: 'false' }, { clock });
+  await createOrganization(t, 'acme');
+  await createOrganization(t, 'hidden');
+  await publish(t, 'acme', 'vpc', 'aws', '1.0.0');
+  await publish(t, 'acme', 'subnet', 'aws', '1.0.0');
+  await publish(t, 'hidden', 'vpc', 'aws', '1.0.0');
+  member = await createUserWithToken(t, 'lean-member');
+  await addMember(t, 'acme', member);
+});
+afterAll(async () => {
+  await t.close();
+});
+
+/** Everything a client sees of an answer but the values that differ per request by design. */
+function observable(r: { status: number; headers: Headers; text: string }) {
+  const headers = [...r.headers.entries()].filter(([name]) => name !== 'date' && name !== 'x-request-id').sort();
+  return { status: r.status, headers, body: r.text, requestIdPresent: r.headers.get('x-request-id') !== null };
+}
+
+async function metricCount(route: string, status: number): Promise<number> {
+  const r = await t.api('GET', '/metrics', { token: null });
+  const line = r.text.split('\n').find((l) => l.startsWith('terrace_http_request_duration_seconds_count') && l.includes(`route="${route}"`) && l.includes(`status="${status}"`));
+  return line ? Number(line.split(' ').pop()) : 0;
+}
+
+const LIST_TARGETS: [string, string][] = [
+  ['/v1/modules/search?q=vpc', '/v1/modules/search'],
+  ['/v1/modules/search?q=aws&limit=1', '/v1/modules/search'],
+  ['/v1/modules/search?q=aws&limit=1&offset=1', '/v1/modules/search'],
+  ['/v1/modules', '/v1/modules'],
+  ['/v1/modules/', '/v1/modules/'],
+  ['/v1/modules/acme', '/v1/modules/:namespace'],
+  ['/v1/modules/acme/vpc', '/v1/modules/:namespace/:name'],
+  ['/v1/modules?provider=aws', '/v1/modules'],
+  // The app's both times (the API's headers), and the same answer.
+  ['/api/registry/v1/modules/search?q=subnet', '/api/registry/v1/modules/search'],
+  // Not list routes: module detail, the app's both times.
+  ['/v1/modules/acme/vpc/aws', '/v1/modules/:namespace/:name/:provider'],
+];
+
+describe('list and search pages', () => {
+  it.each(LIST_TARGETS)('%s: the cached answer is the app\'s, headers and metric included', async (target, route) => {
+    const before = await metricCount(route, 200);
+    const first = await t.api('GET', target, { token: member.token });
+    const second = await t.api('GET', target, { token: member.token });
+    expect(first.status).toBe(200);
+    expect(observable(second)).toEqual(observable(first));
+    expect(second.headers.get('x-request-id')).not.toBe(first.headers.get('x-request-id'));
+    expect(await metricCount(route, 200)).toBe(before + 2);
+  });
+
+  it('a page cached for a caller who reads more is not served to one who reads less', async () => {
+    const admin = await t.api('GET', '/v1/modules/search?q=vpc');
+    expect(admin.json.modules.map((m: { namespace: string }) => m.namespace).sort()).toEqual(['acme', 'hidden']);
+    for (let i = 0; i < 2; i++) {
+      const r = await t.api('GET', '/v1/modules/search?q=vpc', { token: member.token });
+      expect(r.json.modules.map((m: { namespace: string }) => m.namespace)).toEqual(['acme']);
+    }
+  });
+
+  it('a cached page is refused to no token, an unknown token and a malformed header, as the app refuses them', async () => {
+    await t.api('GET', '/v1/modules/acme', { token: member.token });
+    expect((await t.api('GET', '/v1/modules/acme', { token: member.token })).status).toBe(200);
+    const none = await t.api('GET', '/v1/modules/acme', { token: null });
+    expect(none.status).toBe(401);
+    const unknown = await t.api('GET', '/v1/modules/acme', { token: 'not-a-token' });
+    expect(unknown.status).toBe(401);
+    expect(unknown.json).toEqual({ errors: ['the API token is invalid or has expired'] });
+    const malformed = await t.api('GET', '/v1/modules/acme', { token: null, headers: { Authorization: `Token ${member.token}` } });
+    expect(malformed.status).toBe(401);
+    expect(malformed.json).toEqual({ errors: ['the Authorization header must be "Bearer <token>"'] });
+  });
+
+  it('a publish shows in the next page at once', async () => {
+    const names = async () => (await t.api('GET', '/v1/modules/acme', { token: member.token })).json.modules.map((m: { name: string }) => m.name).sort();
+    expect(await names()).toEqual(['subnet', 'vpc']);
+    expect(await names()).toEqual(['subnet', 'vpc']);
+    await publish(t, 'acme', 'gateway', 'aws', '1.0.0');
+    expect(await names()).toEqual(['gateway', 'subnet', 'vpc']);
+  });
+
+  it('keeps a request id the client supplied', async () => {
+    await t.api('GET', '/v1/modules/search?q=subnet', { token: member.token });
+    const r = await t.api('GET', '/v1/modules/search?q=subnet', { token: member.token, headers: { 'X-Request-Id': 'ci-run-42' } });
+    expect(r.status).toBe(200);
+    expect(r.headers.get('x-request-id')).toBe('ci-run-42');
+  });
+});
+
+describe('download locations', () => {
+  const download = () => t.api('GET', '/v1/modules/acme/vpc/aws/1.0.0/download', { token: member.token });
+  const expiryOf = (location: string) => Number(location.split('/')[3]!.split('.')[0]);
+
+  it('are the app\'s, one signed URL per version for a twentieth of the URL lifetime, never past it', async () => {
+    const first = await download();
+    const second = await download();
+    expect(first.status).toBe(204);
+    expect(observable(second)).toEqual(observable(first));
+    const location = first.headers.get('x-terraform-get')!;
+    const now = clock.now().getTime() / 1000;
+    // TERRACE_ARCHIVE_URL_TTL is 300 s: the expiry is rounded down to a multiple of 15 s.
+    expect(expiryOf(location) % 15).toBe(0);
+    expect(expiryOf(location)).toBeLessThanOrEqual(now + 300);
+    expect(expiryOf(location)).toBeGreaterThan(now + 300 - 15);
+    clock.advance(15_000);
+    const later = (await download()).headers.get('x-terraform-get')!;
+    expect(expiryOf(later)).toBe(expiryOf(location) + 15);
+    expect((await fetch(new URL(later, t.url))).status).toBe(200);
+  });
+
+  it('every one is counted', async () => {
+    const total = async () => (await t.api('GET', '/v2/modules/acme/subnet/aws/downloads/summary', { token: member.token })).json.data.attributes.total;
+    const before = await total();
+    for (let i = 0; i < 3; i++) expect((await t.api('GET', '/v1/modules/acme/subnet/aws/1.0.0/download', { token: member.token })).status).toBe(204);
+    expect(await total()).toBe(before + 3);
+  });
+});
