@@ -85,9 +85,10 @@ async function rewrapBatch(deps: Deps, p: UpkeepProgress, jobId: string): Promis
   const updates = rows.map((row) => ({ row, ...deps.secrets.wrapDataKey(row.id, deps.secrets.unwrapDataKey(row.id, row.key_id, row.wrapped)) }));
   await inTransaction(deps.db, async (tx) => {
     for (const u of updates) await rewrapDataKey(tx, u.row, u.keyId, u.wrapped);
-    p.rewrapped += updates.length;
-    await saveJobProgress(tx, jobId, { run: { ...p, after: rows.at(-1)!.id } } satisfies UpkeepPayload);
+    await saveJobProgress(tx, jobId, { run: { ...p, rewrapped: p.rewrapped + updates.length, after: rows.at(-1)!.id } } satisfies UpkeepPayload);
   });
+  // Counted once committed: PostgreSQL may run the transaction again.
+  p.rewrapped += updates.length;
   return rows.at(-1)!.id;
 }
 
@@ -98,9 +99,9 @@ function reencryptBatch(ref: ColumnRef): Step['batch'] {
     const updates = rows.map((r) => ({ ...r, next: deps.secrets.encrypt(deps.secrets.decrypt(r.value)) }));
     await inTransaction(deps.db, async (tx) => {
       for (const u of updates) await replaceSealedValue(tx, ref, u.id, u.value, u.next);
-      p.reencrypted += updates.length;
-      await saveJobProgress(tx, jobId, { run: { ...p, after: rows.at(-1)!.id } } satisfies UpkeepPayload);
+      await saveJobProgress(tx, jobId, { run: { ...p, reencrypted: p.reencrypted + updates.length, after: rows.at(-1)!.id } } satisfies UpkeepPayload);
     });
+    p.reencrypted += updates.length;
     return rows.at(-1)!.id;
   };
 }
@@ -122,16 +123,16 @@ function sealBatch(ref: ColumnRef): Step['batch'] {
         continue;
       }
       await deps.blobs.put(copy, source);
-      const gone = await inTransaction(deps.db, async (tx) => {
+      const { moved, unwanted } = await inTransaction(deps.db, async (tx) => {
         const moved = await moveBlobColumn(tx, ref, row.id, row.key, copy);
         // The row moved on (deleted, replaced) meanwhile: the copy is what is not wanted.
         const unwanted = moved ? row.key : copy;
         await recordBlobDeletions(tx, [unwanted], deps.clock.now());
-        if (moved) p.sealed++;
-        await saveJobProgress(tx, jobId, { run: { ...p, after: row.id } } satisfies UpkeepPayload);
-        return unwanted;
+        await saveJobProgress(tx, jobId, { run: { ...p, sealed: p.sealed + (moved ? 1 : 0), after: row.id } } satisfies UpkeepPayload);
+        return { moved, unwanted };
       });
-      await deleteRecordedBlobs(deps, [gone]);
+      if (moved) p.sealed++;
+      await deleteRecordedBlobs(deps, [unwanted]);
     }
     return rows.at(-1)!.id;
   };

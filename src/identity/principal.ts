@@ -47,8 +47,18 @@ export function cachedPrincipal(deps: Deps, presented: string): Principal | unde
   const entry = principalCache(deps).get(hashToken(presented));
   if (!entry) return undefined;
   const now = deps.clock.now().getTime();
-  if ((entry.expiresAt !== null && entry.expiresAt <= now) || now - entry.lastUsed > LAST_USED_GRANULARITY_MS) return undefined;
+  if (isExpired(entry, now) || touchDue(entry, now)) return undefined;
   return entry.principal;
+}
+
+/** Whether the token has expired by the clock at now (ms since the epoch). */
+function isExpired(entry: CachedPrincipal, now: number): boolean {
+  return entry.expiresAt !== null && entry.expiresAt <= now;
+}
+
+/** Whether last_used_at is due a write: it is touched at most once a minute, so hot read paths do not write on every request. */
+function touchDue(entry: CachedPrincipal, now: number): boolean {
+  return now - entry.lastUsed > LAST_USED_GRANULARITY_MS;
 }
 
 async function principalForHash(deps: Deps, hash: string): Promise<Principal | null> {
@@ -62,9 +72,8 @@ async function principalForHash(deps: Deps, hash: string): Promise<Principal | n
     entry = resolved;
     cache.set(hash, entry, generation);
   }
-  if (entry.expiresAt !== null && entry.expiresAt <= now.getTime()) return null;
-  // Touch last_used_at at most once a minute so hot read paths do not write on every request.
-  if (now.getTime() - entry.lastUsed > LAST_USED_GRANULARITY_MS) {
+  if (isExpired(entry, now.getTime())) return null;
+  if (touchDue(entry, now.getTime())) {
     entry.lastUsed = now.getTime();
     await touchToken(deps.db, entry.principal.tokenId, rfc3339(now));
   }

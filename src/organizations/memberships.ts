@@ -1,5 +1,5 @@
 import { rfc3339 } from '../clock.js';
-import { inTransaction, type Tx } from '../db/index.js';
+import { afterCommit, inTransaction, type Tx } from '../db/index.js';
 import type { Deps } from '../deps.js';
 import { authorize } from '../http/authorized.js';
 import { notFound, quoteValue, unprocessable } from '../http/errors.js';
@@ -146,7 +146,8 @@ export async function removeMembership(deps: Deps, p: Principal, id: string): Pr
 
 // ---- single sign-on's group mapping (teams/group-sync.ts) ----
 // The authority here is the identity provider's verified claim and the operator's mapping, not
-// a principal: these run only inside the sign-in that checked the ID token.
+// a principal: these run only inside the sign-in that checked the ID token. They run in its
+// transaction, which PostgreSQL may run again: their log lines wait for the commit.
 
 /** The user becomes an active member (an invitation counts as accepted); a new membership is marked as single sign-on's. */
 export async function joinBySingleSignOn(tx: Tx, deps: Deps, organizationId: string, userId: string): Promise<void> {
@@ -155,13 +156,13 @@ export async function joinBySingleSignOn(tx: Tx, deps: Deps, organizationId: str
   if (existing?.status === 'active') return;
   if (existing) {
     await activateMembership(tx, existing.id);
-    deps.logger.info({ actor: 'single sign-on', organization: organizationId, membership: existing.id, user: userId }, 'invitation accepted through single sign-on');
+    afterCommit(tx, () => deps.logger.info({ actor: 'single sign-on', organization: organizationId, membership: existing.id, user: userId }, 'invitation accepted through single sign-on'));
     return;
   }
   const membership: MembershipRow = { id: newId('ou'), organization_id: organizationId, user_id: userId, status: 'active', created_at: now };
   await insertMembership(tx, membership);
   await markSsoMembership(tx, membership.id, now);
-  deps.logger.info({ actor: 'single sign-on', organization: organizationId, membership: membership.id, user: userId }, 'organization membership created through single sign-on');
+  afterCommit(tx, () => deps.logger.info({ actor: 'single sign-on', organization: organizationId, membership: membership.id, user: userId }, 'organization membership created through single sign-on'));
 }
 
 /** A membership single sign-on created ends once its user sits in no team of the organization. */
@@ -169,5 +170,5 @@ export async function leaveBySingleSignOn(tx: Tx, deps: Deps, organizationId: st
   const m = await membershipOf(tx, organizationId, userId);
   if (!m || !(await isSsoMembership(tx, m.id)) || (await userTeamIds(tx, organizationId, userId)).length > 0) return;
   await deleteMembershipAndTeamSeats(tx, m);
-  deps.logger.info({ actor: 'single sign-on', organization: organizationId, membership: m.id, user: userId }, 'organization membership removed through single sign-on');
+  afterCommit(tx, () => deps.logger.info({ actor: 'single sign-on', organization: organizationId, membership: m.id, user: userId }, 'organization membership removed through single sign-on'));
 }

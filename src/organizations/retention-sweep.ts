@@ -154,7 +154,11 @@ async function purgeOrganization(deps: Deps, jobId: string, run: RunProgress, or
   const limit = deps.config.retentionBatchSize;
   for (const p of participants.values()) {
     for (;;) {
+      // PostgreSQL may run the transaction again: each attempt counts from where the batch began.
+      const before = { removed: { ...org.removed }, sample: [...org.sample] };
       const batch = await inTransaction(deps.db, async (tx) => {
+        org.removed = { ...before.removed };
+        org.sample = [...before.sample];
         const b = await p.purge(tx, { organizationId: org.id, olderThan: org.cutoff, limit });
         if (b.ids.length === 0 && b.blobKeys.length === 0) return b;
         addCounts(org.removed, b.removed);

@@ -33,7 +33,7 @@ export async function readableOrganizationIds(deps: Deps, p: Principal | null): 
   if (deps.config.publicRead) return 'all';
   if (!p) throw unauthorized();
   if (isSiteAdmin(p)) return 'all';
-  const key = p.kind === 'user' ? `user:${p.user.id}` : `organization:${p.organizationId}`;
+  const key = readableKey(p);
   const cache = readableCache(deps);
   const hit = cache.get(key);
   if (hit) return hit;
@@ -48,7 +48,12 @@ export function cachedReadableOrganizationIds(deps: Deps, p: Principal | null): 
   if (deps.config.publicRead) return 'all';
   if (!p) return undefined;
   if (isSiteAdmin(p)) return 'all';
-  return readableCache(deps).get(p.kind === 'user' ? `user:${p.user.id}` : `organization:${p.organizationId}`);
+  return readableCache(deps).get(readableKey(p));
+}
+
+/** The readable-organizations cache key: a user's own, or the organization's for team and organization tokens. */
+function readableKey(p: Principal): string {
+  return p.kind === 'user' ? `user:${p.user.id}` : `organization:${p.organizationId}`;
 }
 
 /** Readable organizations by user (or by organization, for team and organization tokens): memberships move the identity generation. */

@@ -1,6 +1,6 @@
 import { rfc3339 } from '../clock.js';
 import type { GroupTeam } from '../config.js';
-import { inTransaction } from '../db/index.js';
+import { afterCommit, inTransaction } from '../db/index.js';
 import type { Deps } from '../deps.js';
 import { joinBySingleSignOn, leaveBySingleSignOn } from '../organizations/memberships.js';
 import { activeOwnerCount, getOrganizationByName, membershipOf } from '../organizations/store.js';
@@ -36,16 +36,18 @@ export async function syncMappedTeams(deps: Deps, userId: string, groups: readon
     p.wanted ||= held.has(m.group);
     pairs.set(key, p);
   }
-  const result: GroupSyncResult = { added: [], removed: [], missing: [] };
   const now = rfc3339(deps.clock.now());
-  await inTransaction(deps.db, async (tx) => {
+  // PostgreSQL may run the transaction again: each attempt starts its own result, and its log
+  // lines wait for the commit (db/index.ts afterCommit).
+  const result = await inTransaction(deps.db, async (tx) => {
+    const synced: GroupSyncResult = { added: [], removed: [], missing: [] };
     const left = new Set<string>();
     for (const p of pairs.values()) {
       const label = `${p.organization}/${p.team}`;
       const org = await getOrganizationByName(tx, p.organization);
       const team = org ? await teamByName(tx, org.id, p.team) : undefined;
       if (!org || !team) {
-        result.missing.push(label);
+        synced.missing.push(label);
         continue;
       }
       const seated = await isTeamMember(tx, team.id, userId);
@@ -53,20 +55,23 @@ export async function syncMappedTeams(deps: Deps, userId: string, groups: readon
         await joinBySingleSignOn(tx, deps, org.id, userId);
         if (!seated) {
           await addTeamMember(tx, team.id, userId, now);
-          result.added.push(label);
+          synced.added.push(label);
         }
       } else if (seated) {
         const activeOwner = team.is_owners === 1 && (await membershipOf(tx, org.id, userId))?.status === 'active';
         if (activeOwner && (await activeOwnerCount(tx, org.id)) <= 1) {
-          deps.logger.warn({ organization: org.id, team: team.id, user: userId }, 'single sign-on: the groups claim no longer maps this user to the owners team, but they are its last active member: the seat stays until another owner is added');
+          afterCommit(tx, () =>
+            deps.logger.warn({ organization: org.id, team: team.id, user: userId }, 'single sign-on: the groups claim no longer maps this user to the owners team, but they are its last active member: the seat stays until another owner is added'),
+          );
           continue;
         }
         await removeTeamMemberRows(tx, team.id, [userId]);
-        result.removed.push(label);
+        synced.removed.push(label);
         left.add(org.id);
       }
     }
     for (const orgId of left) await leaveBySingleSignOn(tx, deps, orgId, userId);
+    return synced;
   });
   if (result.added.length || result.removed.length) deps.logger.info({ actor: 'single sign-on', user: userId, added: result.added, removed: result.removed }, 'team memberships follow the groups claim');
   if (result.missing.length) deps.logger.warn({ missing: result.missing }, 'single sign-on: TERRACE_OIDC_GROUP_TEAMS names teams that do not exist');

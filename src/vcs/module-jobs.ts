@@ -138,16 +138,18 @@ async function scanTags(deps: Deps, row: VcsModuleRow, module: ModuleWithOrg, co
     if ('skipped' in r) skipped.push(`${t.name} (${r.skipped === 'prefix' ? `outside prefix ${row.tag_prefix}` : 'not semver'})`);
     else if (!wanted.has(r.version)) wanted.set(r.version, { tag: t.name, sha: t.sha });
   }
-  const queued: string[] = [];
-  await inTransaction(deps.db, async (tx) => {
+  // What the committed attempt queued (PostgreSQL may run the transaction again).
+  const queued = await inTransaction(deps.db, async (tx) => {
+    const inAttempt: string[] = [];
     const existing = new Map((await listVersions(tx, row.module_id)).map((v) => [v.version, v.status]));
     for (const [version, t] of wanted) {
       const status = existing.get(version);
       if (status !== undefined && !(retryFailed && status === 'clone_failed')) continue;
-      if (await queueClone(tx, deps, row.module_id, version, t.sha, { replaceFailed: retryFailed })) queued.push(`${version} (tag ${t.tag})`);
+      if (await queueClone(tx, deps, row.module_id, version, t.sha, { replaceFailed: retryFailed })) inAttempt.push(`${version} (tag ${t.tag})`);
     }
-    const hasVersions = existing.size > 0 || queued.length > 0 || wanted.size > 0;
+    const hasVersions = existing.size > 0 || inAttempt.length > 0 || wanted.size > 0;
     await updateVcsModuleRow(tx, row.module_id, { status: hasVersions ? 'setup_complete' : 'no_version_tags', status_error: null, updated_at: now(deps) });
+    return inAttempt;
   });
   if (queued.length > 0) wakeJobs(deps.db);
   const ev = eventFor(row);

@@ -1,9 +1,12 @@
 import net from 'node:net';
 import type { Server } from 'node:http';
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chromiumAvailable, launchChromium } from '../helpers/browser.js';
+import { capturingLogger } from '../helpers/logs.js';
 import { createOrganization, publish, addMember } from '../helpers/registry.js';
 import { createUserWithToken, startTestServer, type TestServer } from '../helpers/server.js';
+import { testStore } from '../helpers/store.js';
 
 // Single sign-on's groups claim mapped to teams, through a real OpenID Connect provider
 // (oidc-provider on loopback) whose login and consent pages Chromium drives. The test changes an
@@ -17,6 +20,7 @@ async function freePort(): Promise<number> {
 }
 
 const GROUPS: Record<string, unknown> = {};
+const logs = capturingLogger('info');
 
 describe.runIf(chromiumAvailable)('single sign-on: the groups claim decides the mapped teams', () => {
   let t: TestServer;
@@ -58,7 +62,7 @@ describe.runIf(chromiumAvailable)('single sign-on: the groups claim decides the 
       TERRACE_OIDC_SCOPES: 'openid email profile groups',
       TERRACE_OIDC_GROUPS_CLAIM: 'groups',
       TERRACE_OIDC_GROUP_TEAMS: 'platform-eng=acme/platform; acme-admins=acme/owners; platform-eng=nowhere/none',
-    });
+    }, { logger: logs.logger });
     alice = await createUserWithToken(t, 'alice');
     await createOrganization(t, 'acme', alice.token);
     await publish(t, 'acme', 'vpc', 'aws', '1.0.0');
@@ -176,6 +180,39 @@ describe.runIf(chromiumAvailable)('single sign-on: the groups claim decides the 
     expect(await seats('alice')).toEqual(['owners']);
     expect(await membership('alice')).toEqual({ status: 'active', sso: false });
     await s.context.close();
+  });
+
+  // PostgreSQL runs the sign-in's transaction again after a serialization failure. A trigger
+  // forces one, once (a sequence is not rolled back), after the membership is made and before
+  // the seat is: what the first attempt did is gone, and its log lines must be too.
+  it.runIf(testStore === 'postgres')('logs a sign-in whose transaction was run again once, as it committed', async () => {
+    await sql`create sequence test_fail_once`.execute(db());
+    await sql`create function test_fail_once() returns trigger language plpgsql as $$
+      begin
+        if nextval('test_fail_once') = 1 then
+          raise exception 'forced serialization failure' using errcode = '40001';
+        end if;
+        return new;
+      end $$`.execute(db());
+    await sql`create trigger test_fail_once after insert on team_members for each row execute function test_fail_once()`.execute(db());
+    try {
+      GROUPS.gina = ['platform-eng'];
+      const { context } = await signInAs('gina');
+      await context.close();
+      // The first attempt did fail: the retry is what committed.
+      expect((await sql<{ last_value: string }>`select last_value::text as last_value from test_fail_once`.execute(db())).rows[0]!.last_value).toBe('2');
+    } finally {
+      await sql`drop trigger test_fail_once on team_members`.execute(db());
+      await sql`drop function test_fail_once()`.execute(db());
+      await sql`drop sequence test_fail_once`.execute(db());
+    }
+    expect(await seats('gina')).toEqual(['platform']);
+    expect(await membership('gina')).toEqual({ status: 'active', sso: true });
+    const gina = (await db().selectFrom('users').select('id').where('username', '=', 'gina').executeTakeFirstOrThrow()).id;
+    const m = (await db().selectFrom('organization_memberships').select('id').where('user_id', '=', gina).executeTakeFirstOrThrow()).id;
+    const of = (msg: string) => logs.lines.filter((l) => l.msg === msg && l.user === gina);
+    expect(of('organization membership created through single sign-on')).toEqual([expect.objectContaining({ actor: 'single sign-on', membership: m })]);
+    expect(of('team memberships follow the groups claim')).toEqual([expect.objectContaining({ added: ['acme/platform'], removed: [] })]);
   });
 
   it('refuses a groups claim that is not a list of names, and changes nothing', async () => {
