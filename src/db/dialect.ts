@@ -30,6 +30,23 @@ export function position(db: AnyDb, haystack: RawBuilder<unknown>, needle: RawBu
   return isPostgres(db) ? sql<number>`strpos(${haystack}, ${needle})` : sql<number>`instr(${haystack}, ${needle})`;
 }
 
+/**
+ * Rows passed as one JSON parameter and read back as a table (SQLite json_each, PostgreSQL
+ * jsonb_to_recordset), in the order given: a batch of any size is one short statement with one
+ * parameter, which neither engine nor Kysely has to compile per row. Each row is an array of
+ * values in the order of columns; the result has those columns (text or bigint) under alias.
+ */
+export function jsonRows(db: AnyDb, rows: readonly (readonly (string | number)[])[], columns: readonly { name: string; type: 'text' | 'bigint' }[], alias: string): RawBuilder<unknown> {
+  const json = JSON.stringify(rows);
+  if (isPostgres(db)) {
+    // jsonb_to_recordset reads objects; an array of arrays is spread into named columns here.
+    const fields = sql.join(columns.map((c, i) => sql`(e.value ->> ${sql.raw(String(i))})::${sql.raw(c.type)} as ${sql.ref(c.name)}`));
+    return sql`(select ${fields}, e.ordinality as position from jsonb_array_elements(${json}::jsonb) with ordinality as e(value, ordinality)) as ${sql.ref(alias)}`;
+  }
+  const fields = sql.join(columns.map((c, i) => sql`json_extract(e.value, ${`$[${i}]`}) as ${sql.ref(c.name)}`));
+  return sql`(select ${fields}, e.key as position from json_each(${json}) as e) as ${sql.ref(alias)}`;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Full-text search over registry modules.
 //
