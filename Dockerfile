@@ -1,4 +1,4 @@
-# Build stage: compile TypeScript and the native SQLite binding.
+# Build stage: compile TypeScript, bundle the server (dist/server) and build the native SQLite binding.
 FROM node:24-bookworm-slim AS build
 RUN apt-get update && apt-get install -y --no-install-recommends python3 make g++ && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
@@ -7,6 +7,7 @@ RUN npm ci
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
 COPY migrations ./migrations
+COPY scripts ./scripts
 RUN npm run build && npm prune --omit=dev
 
 # Runtime stage: no compilers, a non-root user, data in a volume.
@@ -25,4 +26,4 @@ USER node
 VOLUME ["/data"]
 EXPOSE 8080
 HEALTHCHECK --interval=30s --timeout=3s CMD node -e "fetch('http://127.0.0.1:'+(process.env.PORT||8080)+'/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"
-CMD ["node", "--enable-source-maps", "dist/src/main.js"]
+CMD ["node", "--enable-source-maps", "dist/server/main.mjs"]

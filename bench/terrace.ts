@@ -1,4 +1,4 @@
-// Terrace as a separate process for the benchmarks: this tree compiled (`node dist/src/main.js`, as `npm start` runs it), pinned to
+// Terrace as a separate process for the benchmarks: this tree built and bundled (`node dist/server/main.mjs`, as `npm start` runs it), pinned to
 // one core when taskset exists, configured only through its environment.
 import { execFileSync, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
@@ -37,21 +37,21 @@ export interface TerraceOptions {
 
 let built = false;
 
-/** Compiles this tree once per benchmark run (`npm run build`) and returns its entry point. */
+/** Builds this tree once per benchmark run (`npm run build`, as `npm start` does) and returns the entry point `npm start` runs. */
 function compiledMain(): string {
   if (!built) {
-    execFileSync(process.execPath, [path.join(REPO_ROOT, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json'], { cwd: REPO_ROOT, stdio: 'inherit' });
+    execFileSync('npm', ['run', '--silent', 'build'], { cwd: REPO_ROOT, stdio: 'inherit', timeout: 300_000 });
     built = true;
   }
-  return path.join(REPO_ROOT, 'dist/src/main.js');
+  return path.join(REPO_ROOT, 'dist/server/main.mjs');
 }
 
 export async function startTerrace(opts: TerraceOptions): Promise<TerraceProcess> {
   const port = await freePort();
   const url = `${opts.tls ? 'https' : 'http'}://${HOST}:${port}`;
   const root = opts.root ?? REPO_ROOT;
-  // This tree runs compiled, as `npm start` does (tsx would add seconds to every start-up
-  // figure); a --compare tree runs from its sources.
+  // This tree runs built and bundled, as `npm start` does (tsx would add seconds to every
+  // start-up figure); a --compare tree runs from its sources.
   const [node, args] = root === REPO_ROOT ? [process.execPath, [...(opts.nodeArgs ?? []), '--enable-source-maps', compiledMain()]] : nodeTs(path.join(root, 'src/main.ts'), opts.nodeArgs);
   const [cmd, full] = pinned(opts.cpu, node, args);
   const started = performance.now();

@@ -27,12 +27,12 @@ export interface ServerProcess {
 
 /**
  * A real server process on dataDir: `node --import tsx src/main.ts` (not the tsx wrapper, whose
- * child would outlive a SIGKILL), configured by env only, the admin token ADMIN_TOKEN, on the
- * store a test server on dataDir used unless env names one. Resolves once it logs its URL
- * (bounded wait).
+ * child would outlive a SIGKILL), or node with nodeArgs instead (say a bundled entry point),
+ * configured by env only, the admin token ADMIN_TOKEN, on the store a test server on dataDir used
+ * unless env names one. Resolves once it logs its URL (bounded wait).
  */
-export async function spawnServer(dataDir: string, env: Record<string, string>): Promise<ServerProcess> {
-  const proc = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+export async function spawnServer(dataDir: string, env: Record<string, string>, nodeArgs = ['--import', 'tsx', 'src/main.ts']): Promise<ServerProcess> {
+  const proc = spawn(process.execPath, nodeArgs, {
     cwd: ROOT,
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', PORT: '0', TERRACE_DATA_DIR: dataDir, TERRACE_ADMIN_TOKEN: ADMIN_TOKEN, TERRACE_LOG_LEVEL: 'info', ...storeEnv(dataDir), ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
