@@ -1,4 +1,4 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
+import crypto, { createHash, timingSafeEqual } from 'node:crypto';
 import type { TokensTable } from '../db/schema.js';
 import { randomBase62 } from '../ids.js';
 
@@ -21,8 +21,11 @@ export function isTaskAccessToken(token: string): boolean {
 }
 
 export function hashToken(token: string): string {
-  return createHash('sha256').update(token, 'utf8').digest('hex');
+  // One native call where node has it (20.12+): half the cost of a Hash object on every request.
+  return oneShotHash ? oneShotHash('sha256', token, 'hex') : createHash('sha256').update(token, 'utf8').digest('hex');
 }
+
+const oneShotHash = (crypto as { hash?: (algorithm: string, data: string, encoding: 'hex') => string }).hash;
 
 /** Constant-time equality of two hex digests. */
 export function sameHash(a: string, b: string): boolean {
