@@ -1,5 +1,5 @@
 import type { MiddlewareHandler } from 'hono';
-import { collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import { collectDefaultMetrics, Gauge, Registry, type Metric } from 'prom-client';
 import type { Deps } from '../deps.js';
 import { routeLabel } from '../http/route.js';
 import { downloadsCounted } from '../registry/catalog.js';
@@ -20,13 +20,8 @@ export function createMetrics(deps: Deps): Metrics {
   registry.setDefaultLabels({ service: 'terrace' });
   collectDefaultMetrics({ register: registry });
 
-  const duration = new Histogram({
-    name: 'terrace_http_request_duration_seconds',
-    help: 'HTTP request duration by method, route pattern and status',
-    labelNames: ['method', 'route', 'status'] as const,
-    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10, 60],
-    registers: [registry],
-  });
+  const duration = new RequestDurations();
+  registry.registerMetric(duration as unknown as Metric);
 
   const fromStore = (name: string, help: string, query: () => Promise<number>) =>
     new Gauge({
@@ -50,19 +45,65 @@ export function createMetrics(deps: Deps): Metrics {
     count(deps.db.selectFrom('jobs').select((eb) => eb.fn.countAll<number>().as('n')).where('run_at', '<=', deps.clock.now().toISOString()).executeTakeFirst()),
   );
 
-  // One labelled child per (method, route, status): observing through it skips prom-client's
-  // hashing of the label object on every request.
-  const children = new Map<string, { observe(seconds: number): void }>();
-  const observe = (method: string, route: string, status: number, seconds: number) => {
-    const key = `${method} ${status} ${route}`;
-    let child = children.get(key);
-    if (!child) children.set(key, (child = duration.labels(method, route, String(status))));
-    child.observe(seconds);
-  };
+  const observe = (method: string, route: string, status: number, seconds: number) => duration.observe(method, route, status, seconds);
   const middleware: MiddlewareHandler = async (c, next) => {
     const started = performance.now();
     await next();
     observe(c.req.method, routeLabel(c), c.res.status, (performance.now() - started) / 1000);
   };
   return { registry, middleware, observe };
+}
+
+const DURATION_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10, 60];
+
+interface DurationSeries {
+  labels: { method: string; route: string; status: string };
+  /** Observations per bucket (not cumulative); the last is above every bound. */
+  buckets: number[];
+  sum: number;
+  count: number;
+}
+
+/**
+ * terrace_http_request_duration_seconds by method, route pattern and status: a histogram as
+ * prom-client's Histogram writes it, kept here because that one hashes its label object on
+ * every observation (a few per cent of a cached registry answer). A series is found by one
+ * string key; prom-client's registry formats it with the other metrics at scrape time.
+ */
+class RequestDurations {
+  readonly name = 'terrace_http_request_duration_seconds';
+  readonly help = 'HTTP request duration by method, route pattern and status';
+  readonly type = 'histogram';
+  readonly aggregator = 'sum';
+  private readonly series = new Map<string, DurationSeries>();
+
+  observe(method: string, route: string, status: number, seconds: number): void {
+    const key = `${method} ${status} ${route}`;
+    let s = this.series.get(key);
+    if (!s) this.series.set(key, (s = { labels: { method, route, status: String(status) }, buckets: new Array<number>(DURATION_BUCKETS.length + 1).fill(0), sum: 0, count: 0 }));
+    let i = 0;
+    while (i < DURATION_BUCKETS.length && seconds > DURATION_BUCKETS[i]!) i++;
+    s.buckets[i]!++;
+    s.sum += seconds;
+    s.count++;
+  }
+
+  async get() {
+    const values: { metricName: string; labels: Record<string, string | number>; value: number }[] = [];
+    for (const s of this.series.values()) {
+      let cumulative = 0;
+      DURATION_BUCKETS.forEach((le, i) => {
+        cumulative += s.buckets[i]!;
+        values.push({ metricName: `${this.name}_bucket`, labels: { le, ...s.labels }, value: cumulative });
+      });
+      values.push({ metricName: `${this.name}_bucket`, labels: { le: '+Inf', ...s.labels }, value: s.count });
+      values.push({ metricName: `${this.name}_sum`, labels: s.labels, value: s.sum });
+      values.push({ metricName: `${this.name}_count`, labels: s.labels, value: s.count });
+    }
+    return { name: this.name, help: this.help, type: this.type, aggregator: this.aggregator, values };
+  }
+
+  reset(): void {
+    this.series.clear();
+  }
 }

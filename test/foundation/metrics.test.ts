@@ -60,4 +60,22 @@ describe('GET /metrics', () => {
     expect(count('/v1/modules/:namespace/:name/:provider/:version', 401)).toEqual([]);
     expect(count('unmatched', 404)).toEqual([1]);
   });
+
+  it('writes the request histogram as Prometheus expects: cumulative buckets up to +Inf, a sum and a count per series', async () => {
+    const route = '/v1/modules/:namespace/:name/:provider/versions';
+    for (let i = 0; i < 3; i++) expect((await t.api('GET', '/v1/modules/acme/vpc/aws/versions')).status).toBe(200);
+    const r = await t.api('GET', '/metrics', { token: null });
+    const series = r.text.split('\n').filter((l) => l.startsWith('terrace_http_request_duration_seconds') && l.includes(`route="${route}"`) && l.includes('status="200"'));
+    expect(r.text).toContain('# TYPE terrace_http_request_duration_seconds histogram');
+    const buckets = series.filter((l) => l.startsWith('terrace_http_request_duration_seconds_bucket{'));
+    expect(buckets.map((l) => /le="([^"]+)"/.exec(l)![1])).toEqual(['0.001', '0.0025', '0.005', '0.01', '0.025', '0.05', '0.1', '0.25', '0.5', '1', '2.5', '10', '60', '+Inf']);
+    const counts = buckets.map((l) => Number(l.split(' ').pop()));
+    for (let i = 1; i < counts.length; i++) expect(counts[i]).toBeGreaterThanOrEqual(counts[i - 1]!);
+    const count = Number(series.find((l) => l.startsWith('terrace_http_request_duration_seconds_count{'))!.split(' ').pop());
+    const sum = Number(series.find((l) => l.startsWith('terrace_http_request_duration_seconds_sum{'))!.split(' ').pop());
+    expect(count).toBe(3);
+    expect(counts.at(-1)).toBe(3);
+    expect(sum).toBeGreaterThan(0);
+    expect(series.every((l) => l.includes('service="terrace"') && l.includes('method="GET"'))).toBe(true);
+  });
 });
