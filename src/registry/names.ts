@@ -7,6 +7,9 @@ export const PROVIDER_RE = /^[0-9a-z]{1,64}$/;
 
 const VERSION_RE = /^v?(\d+)(?:\.(\d+))?(?:\.(\d+))?(?:-([0-9A-Za-z.-]+))?(?:\+([0-9A-Za-z.-]+))?$/;
 
+/** Full, no "v", no leading zeros: the spelling render() produces. */
+const CANONICAL_VERSION_RE = /^(?:0|[1-9]\d*)\.(?:0|[1-9]\d*)\.(?:0|[1-9]\d*)(?:-[0-9A-Za-z.-]+)?(?:\+[0-9A-Za-z.-]+)?$/;
+
 function render(major: string, minor: string, patch: string, pre?: string, build?: string): string {
   let v = `${BigInt(major)}.${BigInt(minor)}.${BigInt(patch)}`;
   if (pre) v += `-${pre}`;
@@ -32,6 +35,8 @@ export function canonicalPublishVersion(raw: string): string | null {
  * missing minor/patch padded with zeros, leading zeros removed, "+build" kept literally.
  */
 export function normalizeRequestedVersion(raw: string): string | null {
+  // Already canonical (how Terraform asks, on every download): render() would give it back unchanged.
+  if (CANONICAL_VERSION_RE.test(raw)) return raw;
   const m = VERSION_RE.exec(raw);
   if (!m) return null;
   return render(m[1]!, m[2] ?? '0', m[3] ?? '0', m[4], m[5]);
