@@ -50,6 +50,7 @@ import { formatTerraformInit, runTerraformInit, terraformInitAvailable, type Ter
 const FLAGS = {
   quick: 'bool',
   duration: 'string',
+  pair: 'string',
   warmup: 'string',
   connections: 'string',
   runs: 'string',
@@ -78,6 +79,8 @@ const HELP = `usage: npm run bench -- [options]        (every option also reads 
   --quick                 1 round × 2 s, 1 s warm-up, one instance, no large upload, no terraform get
   --duration <s>          seconds measured per scenario and round (default 10; quick 2)
   --warmup <s>            warm-up seconds per scenario, first round only (default 3; quick 1)
+  --pair <s>              seconds of bare server measured right before each Terrace measurement, for
+                          its "vs bare" ratio (default half of --duration; 0: ratios to the bare row)
   --connections <n>       concurrent connections (default 50)
   --runs <n>              rounds; each figure is the median over rounds (default 3; quick 1)
   --tool wrk|autocannon   load generator (default: wrk when installed)
@@ -119,6 +122,8 @@ interface Measure {
   scenario: Scenario;
   target: Target | null;
   runs: LoadResult[];
+  /** The bare server measured right before each of runs (same index), when pairing is on. */
+  baselines: LoadResult[];
 }
 
 function shuffle<T>(items: T[], seed = 42): T[] {
@@ -198,6 +203,17 @@ async function loadTarget(target: Target, spec: Omit<Parameters<typeof runLoad>[
 /** Two significant digits, so small ratios do not all read 0.00. */
 const ratio = (x: number) => (x >= 0.1 ? x.toFixed(2) : x.toPrecision(2));
 const medianOf = (m: Measure | undefined, f: (r: LoadResult) => number) => (m ? median(m.runs.map(f)) : NaN);
+/**
+ * A Terrace measurement's throughput as a share of the bare server's: with pairing, the median
+ * over rounds of each round's req/s over the bare server's measured right before it (the machine's
+ * speed drifts by a third within a run; a baseline seconds away shares its state), else the
+ * median req/s over the bare row's median.
+ */
+function bareRatio(m: Measure, bareRps: number): number {
+  if (m.target === null) return 1;
+  if (m.baselines.length === m.runs.length && m.runs.length > 0) return median(m.runs.map((r, i) => r.rps / m.baselines[i]!.rps));
+  return medianOf(m, (r) => r.rps) / bareRps;
+}
 const secs = (ms: number) => `${(ms / 1000).toFixed(2)} s`;
 /** Every instance on PostgreSQL uses this key (a shared database needs one TERRACE_SECRET_KEY); local only. */
 const SHARED_SECRET_KEY = `bench-shared-secret-key-${'0123456789'.repeat(3)}`;
@@ -232,11 +248,11 @@ function aimsTable(measures: Measure[], targets: Target[], seed: SeedManifest): 
         const p99 = medianOf(m, (r) => r.p99Ms);
         return `${fmtMs(p99)} ms: ${p99 < a.limit ? 'met' : '**missed**'}`;
       }
-      const r = medianOf(m, (x) => x.rps) / bareRps;
+      const r = bareRatio(m, bareRps);
       return `${ratio(r)}: ${r >= a.limit ? 'met' : '**missed**'}`;
     }),
   ]);
-  return ['Aims (medians of this run; start-up: spawn to the first successful /readyz, the slowest instance):', '', markdownTable(['aim', ...targets.map((t) => t.label)], rows)].join('\n');
+  return ['Aims (medians of this run; ratios as in "vs bare" above; start-up: spawn to the first successful /readyz, the slowest instance):', '', markdownTable(['aim', ...targets.map((t) => t.label)], rows)].join('\n');
 }
 
 function resultsMarkdown(
@@ -245,6 +261,7 @@ function resultsMarkdown(
   ctx: {
     tool: LoadTool;
     duration: number;
+    pairSeconds: number;
     runs: number;
     pinned: boolean;
     seed: SeedManifest;
@@ -266,7 +283,8 @@ function resultsMarkdown(
       m.target?.label ?? '–',
       String(m.scenario.connections),
       fmtInt(rps),
-      m.target === null ? '1.00' : ratio(rps / bareRps),
+      ratio(bareRatio(m, bareRps)),
+      m.baselines.length ? fmtInt(median(m.baselines.map((r) => r.rps))) : '–',
       fmtMs(medianOf(m, (r) => r.p50Ms)),
       fmtMs(medianOf(m, (r) => r.p90Ms)),
       fmtMs(medianOf(m, (r) => r.p99Ms)),
@@ -285,11 +303,14 @@ function resultsMarkdown(
     '',
     ...ctx.started.map(({ label, proc }) => `- ${label}: ${secs(proc.startupMs)}` + (proc.rssAfter ? `, ${fmtMiB(proc.rssAfter)}` : '')),
     `- for reference, an empty SQLite data dir: ${secs(ctx.emptyStartupMs)} (node and tsx compiling the sources: start-up that does not depend on the registry)`,
+    ctx.pairSeconds > 0
+      ? `"vs bare": each round's req/s over the bare server's measured for ${ctx.pairSeconds} s right before it (median over rounds; "bare beside it" is the median of those). The bare row is its own measurement, once per round.`
+      : '"vs bare": median req/s over the bare row\'s median.',
     '',
     markdownTable(
-      ['scenario', 'store', 'conns', 'req/s (median)', 'vs bare', 'p50 ms', 'p90 ms', 'p99 ms', 'req/s per round', 'errors'],
+      ['scenario', 'store', 'conns', 'req/s (median)', 'vs bare', 'bare beside it', 'p50 ms', 'p90 ms', 'p99 ms', 'req/s per round', 'errors'],
       rows,
-      ['l', 'l', 'r', 'r', 'r', 'r', 'r', 'r', 'r', 'r'],
+      ['l', 'l', 'r', 'r', 'r', 'r', 'r', 'r', 'r', 'r', 'r'],
     ),
   ];
   if (targets.length > 1) {
@@ -299,7 +320,7 @@ function resultsMarkdown(
       s.title,
       ...targets.map((t) => {
         const m = measured.find((x) => x.target === t && x.scenario.id === s.id);
-        return m ? `${fmtInt(medianOf(m, (r) => r.rps))} (${ratio(medianOf(m, (r) => r.rps) / bareRps)}), p99 ${fmtMs(medianOf(m, (r) => r.p99Ms))}` : '–';
+        return m ? `${fmtInt(medianOf(m, (r) => r.rps))} (${ratio(bareRatio(m, bareRps))}), p99 ${fmtMs(medianOf(m, (r) => r.p99Ms))}` : '–';
       }),
     ]);
     lines.push('', 'Side by side: req/s (× bare), p99 ms:', '', markdownTable(['scenario', ...targets.map((t) => t.label)], side));
@@ -338,6 +359,7 @@ async function main(): Promise<void> {
   const quick = bool('quick');
   const duration = Math.round(numberOption(flags, 'duration', 'BENCH_DURATION', quick ? 2 : 10));
   const warmup = Math.round(numberOption(flags, 'warmup', 'BENCH_WARMUP', quick ? 1 : 3));
+  const pairSeconds = Math.round(numberOption(flags, 'pair', 'BENCH_PAIR', Math.max(1, Math.round(duration / 2))));
   const connections = Math.round(numberOption(flags, 'connections', 'BENCH_CONNECTIONS', 50));
   const runs = Math.round(numberOption(flags, 'runs', 'BENCH_RUNS', quick ? 1 : 3));
   const toolRaw = str('tool') ?? defaultTool();
@@ -467,12 +489,12 @@ async function main(): Promise<void> {
       fs.writeFileSync(bodyFile, body);
       bare = await startBare(bodyFile, serverCpu);
 
-      measures.push({ scenario: built.bare, target: null, runs: [] });
+      measures.push({ scenario: built.bare, target: null, runs: [], baselines: [] });
       for (const s of scenarios.filter((x) => !excluded.has(x.id))) {
         for (const t of targets) {
           // One connection cannot be shared between two instances; unqueued latency is the single instance's figure.
           if (s.connections < t.instances.length) continue;
-          measures.push({ scenario: s, target: t, runs: [] });
+          measures.push({ scenario: s, target: t, runs: [], baselines: [] });
         }
       }
       const pids = [bare.pid, ...processes.map((p) => p.pid)];
@@ -481,7 +503,7 @@ async function main(): Promise<void> {
         const waited = Math.max(...(await Promise.all(pids.map((pid) => waitIdle(pid)))));
         if (waited > 2000) log(`waited ${(waited / 1000).toFixed(1)} s for the servers to drain queued requests`);
       };
-      log(`${tool}: ${measures.length} measurements × ${runs} rounds × ${duration} s (+${warmup} s warm-up in round 1)`);
+      log(`${tool}: ${measures.length} measurements × ${runs} rounds × ${duration} s (+${warmup} s warm-up in round 1${pairSeconds > 0 ? `, each after ${pairSeconds} s of the bare server` : ''})`);
       for (let round = 1; round <= runs; round++) {
         for (const m of measures) {
           const spec = { paths: m.scenario.paths, headers: m.scenario.headers, connections: m.scenario.connections, tool, cpu: loadCpu };
@@ -497,10 +519,15 @@ async function main(): Promise<void> {
             await go(warmup);
             await settle();
           }
+          if (m.target && pairSeconds > 0) {
+            m.baselines.push(await runLoad({ ...spec, paths: built.bare.paths, headers: undefined, connections: built.bare.connections, baseUrl: bare!.url, durationSeconds: pairSeconds }));
+            await settle();
+          }
           const res = await go(duration);
           m.runs.push(res);
           log(
             `round ${round}/${runs} ${m.scenario.id.padEnd(15)} ${(m.target?.label ?? '').padEnd(24)} ${fmtInt(res.rps).padStart(7)} req/s  p50 ${fmtMs(res.p50Ms)} ms  p99 ${fmtMs(res.p99Ms)} ms` +
+              (m.baselines.length === m.runs.length ? `  ${ratio(res.rps / m.baselines.at(-1)!.rps)} × bare (${fmtInt(m.baselines.at(-1)!.rps)} req/s just before)` : '') +
               (res.failures ? `  ${res.failures} FAILED` : ''),
           );
         }
@@ -543,7 +570,7 @@ async function main(): Promise<void> {
 
     const parts: string[] = [];
     if (measures.length) {
-      parts.push(resultsMarkdown(measures, targets, { tool, duration, runs, pinned: canPin, seed: manifest, bodyBytes, postgres, started, emptyStartupMs }, skipped), '', aimsTable(measures, targets, manifest));
+      parts.push(resultsMarkdown(measures, targets, { tool, duration, pairSeconds, runs, pinned: canPin, seed: manifest, bodyBytes, postgres, started, emptyStartupMs }, skipped), '', aimsTable(measures, targets, manifest));
     } else if (skipped.length) parts.push(skipped.map((s) => `Skipped: ${s}`).join('\n'));
     if (tfInit.length) parts.push('', formatTerraformInit(tfInit));
     if (largeResult) parts.push('', 'Large archive (server RSS sampled every 100 ms):', '', '```', formatLargeUpload(largeResult), '```');
