@@ -15,12 +15,14 @@ import {
   getVersion,
   latestVersionRows,
   listModules,
+  listPublishedVersions,
   listVersions,
   summaryWindows,
   totalDownloads,
   type DownloadSummary,
   type LatestVersion,
   type ModuleWithOrg,
+  type PublishedListing,
   type VersionRow,
 } from './store.js';
 
@@ -98,8 +100,8 @@ export interface VersionDetail {
   version: VersionRow;
   /** Published versions, newest first. */
   versions: string[];
-  /** The same versions' rows (dates, descriptions), newest first. */
-  published: VersionRow[];
+  /** The same versions' dates and descriptions, newest first. */
+  published: PublishedListing[];
   /** Providers under the same namespace and name that have a published version. */
   providers: string[];
   downloads: number;
@@ -111,7 +113,7 @@ export async function publishedVersion(deps: Deps, m: ModuleWithOrg, version: st
   if (!row || row.status !== 'ok') throw notFound(`version ${version} of ${m.namespace}/${m.name}/${m.provider} not found`);
   const [siblings, ok, downloads] = await Promise.all([
     findModulesByName(deps.db, m.namespace, m.name),
-    listVersions(deps.db, m.id, 'ok'),
+    listPublishedVersions(deps.db, m.id),
     moduleTotals(deps, [m.id]),
   ]);
   const versions = sortVersionsDesc(ok.map((v) => v.version));

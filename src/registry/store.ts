@@ -148,6 +148,14 @@ export async function listVersions(db: Queryable, moduleId: string, status?: Ver
   return qb.execute();
 }
 
+/** What a version listing shows of each published version. */
+export type PublishedListing = Pick<VersionRow, 'version' | 'description' | 'published_at'>;
+
+/** A module's published versions, only what a listing shows: the inspected contents weigh kilobytes per row. */
+export async function listPublishedVersions(db: Queryable, moduleId: string): Promise<PublishedListing[]> {
+  return db.selectFrom('registry_module_versions').select(['version', 'description', 'published_at']).where('module_id', '=', moduleId).where('status', '=', 'ok').execute();
+}
+
 /** Versions of many modules at once, keyed by module id (for detail and list rendering). */
 export type LatestVersion = Pick<VersionRow, 'module_id' | 'version' | 'description' | 'published_at'>;
 
