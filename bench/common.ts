@@ -39,11 +39,12 @@ export function parseFlags(argv: string[], known: Record<string, 'bool' | 'strin
   return out;
 }
 
-export function numberOption(flags: Record<string, string | boolean>, flag: string, envName: string, def: number): number {
+/** A numeric option: positive, or with allowZero also 0 (an option that 0 turns off). */
+export function numberOption(flags: Record<string, string | boolean>, flag: string, envName: string, def: number, allowZero = false): number {
   const raw = flags[flag] ?? process.env[envName];
   if (raw === undefined || raw === '' || typeof raw === 'boolean') return def;
   const n = Number(raw);
-  if (!Number.isFinite(n) || n <= 0) throw new Error(`--${flag} / ${envName} must be a positive number, got "${raw}"`);
+  if (!Number.isFinite(n) || n < 0 || (n === 0 && !allowZero)) throw new Error(`--${flag} / ${envName} must be a ${allowZero ? 'non-negative' : 'positive'} number, got "${raw}"`);
   return n;
 }
 
@@ -228,6 +229,19 @@ export function readCpuTicks(pid: number): number | null {
     return Number(fields[11]) + Number(fields[12]);
   } catch {
     return null;
+  }
+}
+
+/** A process's children (from /proc on Linux), e.g. the backends and workers a PostgreSQL postmaster forked; none elsewhere. */
+export function childPids(pid: number): number[] {
+  try {
+    return fs
+      .readdirSync(`/proc/${pid}/task`)
+      .flatMap((tid) => fs.readFileSync(`/proc/${pid}/task/${tid}/children`, 'utf8').trim().split(/\s+/))
+      .filter(Boolean)
+      .map(Number);
+  } catch {
+    return [];
   }
 }
 

@@ -18,6 +18,7 @@ import {
   ADMIN_TOKEN,
   BENCH_DIR,
   READER_TOKEN,
+  childPids,
   cpuCount,
   fmtInt,
   fmtMiB,
@@ -359,7 +360,7 @@ async function main(): Promise<void> {
   const quick = bool('quick');
   const duration = Math.round(numberOption(flags, 'duration', 'BENCH_DURATION', quick ? 2 : 10));
   const warmup = Math.round(numberOption(flags, 'warmup', 'BENCH_WARMUP', quick ? 1 : 3));
-  const pairSeconds = Math.round(numberOption(flags, 'pair', 'BENCH_PAIR', Math.max(1, Math.round(duration / 2))));
+  const pairSeconds = Math.round(numberOption(flags, 'pair', 'BENCH_PAIR', Math.max(1, Math.round(duration / 2)), true));
   const connections = Math.round(numberOption(flags, 'connections', 'BENCH_CONNECTIONS', 50));
   const runs = Math.round(numberOption(flags, 'runs', 'BENCH_RUNS', quick ? 1 : 3));
   const toolRaw = str('tool') ?? defaultTool();
@@ -498,9 +499,11 @@ async function main(): Promise<void> {
         }
       }
       const pids = [bare.pid, ...processes.map((p) => p.pid)];
-      // Every server shares core 0: none may still be working off a previous scenario.
+      // Every server shares core 0: none may still be working off a previous scenario, and
+      // PostgreSQL (pinned there too) may not be vacuuming or checkpointing what one wrote.
       const settle = async () => {
-        const waited = Math.max(...(await Promise.all(pids.map((pid) => waitIdle(pid)))));
+        const all = postgres ? [...pids, postgres.pid, ...childPids(postgres.pid)] : pids;
+        const waited = Math.max(...(await Promise.all(all.map((pid) => waitIdle(pid)))));
         if (waited > 2000) log(`waited ${(waited / 1000).toFixed(1)} s for the servers to drain queued requests`);
       };
       log(`${tool}: ${measures.length} measurements × ${runs} rounds × ${duration} s (+${warmup} s warm-up in round 1${pairSeconds > 0 ? `, each after ${pairSeconds} s of the bare server` : ''})`);
