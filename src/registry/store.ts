@@ -390,19 +390,29 @@ export async function renewUploadLease(db: Queryable, id: string, until: string)
   await db.updateTable('registry_module_versions').set({ upload_lease_until: until }).where('id', '=', id).where('status', '=', 'uploading').execute();
 }
 
+/**
+ * The partial index registry_module_versions_unfinished's condition (migration 0013), word for
+ * word and with literal values: SQLite uses a partial index only for a query whose WHERE repeats
+ * its condition with the same constants. Bound parameters in its place (`status in (?, ?, ?, ?)`)
+ * made it scan every version instead, 180 ms at 100,000 versions on the one thread that serves
+ * requests, every registry upkeep.
+ */
+const UNFINISHED_VERSION = sql<boolean>`status in ('pending', 'uploading', 'cloning', 'ingesting')`;
+
+/** The query behind staleUploads (apart so its plan can be checked). */
+export function staleUploadsQuery(db: Queryable, now: string) {
+  return db
+    .selectFrom('registry_module_versions')
+    .select(['id', 'blob_key', 'upload_lease_until'])
+    .where(UNFINISHED_VERSION)
+    .where('status', '=', 'uploading')
+    .where((eb) => eb.or([eb('upload_lease_until', 'is', null), eb('upload_lease_until', '<', now)]))
+    .limit(1000);
+}
+
 /** Uploads whose receiving request is gone: lease lapsed (or none, from before leases). */
 export async function staleUploads(db: Queryable, now: string) {
-  return (
-    db
-      .selectFrom('registry_module_versions')
-      .select(['id', 'blob_key', 'upload_lease_until'])
-      // Repeats the partial index's condition so SQLite uses it instead of scanning every version.
-      .where('status', 'in', ['pending', 'uploading', 'cloning', 'ingesting'])
-      .where('status', '=', 'uploading')
-      .where((eb) => eb.or([eb('upload_lease_until', 'is', null), eb('upload_lease_until', '<', now)]))
-      .limit(1000)
-      .execute()
-  );
+  return staleUploadsQuery(db, now).execute();
 }
 
 /**
