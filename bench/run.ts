@@ -303,7 +303,7 @@ function resultsMarkdown(
     'Start-up (spawn to the first successful /readyz) and RSS after the load runs:',
     '',
     ...ctx.started.map(({ label, proc }) => `- ${label}: ${secs(proc.startupMs)}` + (proc.rssAfter ? `, ${fmtMiB(proc.rssAfter)}` : '')),
-    `- for reference, an empty SQLite data dir: ${secs(ctx.emptyStartupMs)} (node and tsx compiling the sources: start-up that does not depend on the registry)`,
+    `- for reference, an empty SQLite data dir: ${secs(ctx.emptyStartupMs)} (node loading the server bundle and the store's first statements: start-up that does not depend on the registry)`,
     ctx.pairSeconds > 0
       ? `"vs bare": each round's req/s over the bare server's measured for ${ctx.pairSeconds} s right before it (median over rounds; "bare beside it" is the median of those). The bare row is its own measurement, once per round.`
       : '"vs bare": median req/s over the bare row\'s median.',
