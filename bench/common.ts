@@ -39,12 +39,12 @@ export function parseFlags(argv: string[], known: Record<string, 'bool' | 'strin
   return out;
 }
 
-/** A numeric option: positive, or with allowZero also 0 (an option that 0 turns off). */
-export function numberOption(flags: Record<string, string | boolean>, flag: string, envName: string, def: number, allowZero = false): number {
+/** A positive numeric option. */
+export function numberOption(flags: Record<string, string | boolean>, flag: string, envName: string, def: number): number {
   const raw = flags[flag] ?? process.env[envName];
   if (raw === undefined || raw === '' || typeof raw === 'boolean') return def;
   const n = Number(raw);
-  if (!Number.isFinite(n) || n < 0 || (n === 0 && !allowZero)) throw new Error(`--${flag} / ${envName} must be a ${allowZero ? 'non-negative' : 'positive'} number, got "${raw}"`);
+  if (!Number.isFinite(n) || n <= 0) throw new Error(`--${flag} / ${envName} must be a positive number, got "${raw}"`);
   return n;
 }
 

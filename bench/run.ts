@@ -81,7 +81,7 @@ const HELP = `usage: npm run bench -- [options]        (every option also reads 
   --duration <s>          seconds measured per scenario and round (default 10; quick 2)
   --warmup <s>            warm-up seconds per scenario, first round only (default 3; quick 1)
   --pair <s>              seconds of bare server measured right before each Terrace measurement, for
-                          its "vs bare" ratio (default half of --duration; 0: ratios to the bare row)
+                          its "vs bare" ratio (default half of --duration)
   --connections <n>       concurrent connections (default 50)
   --runs <n>              rounds; each figure is the median over rounds (default 3; quick 1)
   --tool wrk|autocannon   load generator (default: wrk when installed)
@@ -205,15 +205,13 @@ async function loadTarget(target: Target, spec: Omit<Parameters<typeof runLoad>[
 const ratio = (x: number) => (x >= 0.1 ? x.toFixed(2) : x.toPrecision(2));
 const medianOf = (m: Measure | undefined, f: (r: LoadResult) => number) => (m ? median(m.runs.map(f)) : NaN);
 /**
- * A Terrace measurement's throughput as a share of the bare server's: with pairing, the median
- * over rounds of each round's req/s over the bare server's measured right before it (the machine's
- * speed drifts by a third within a run; a baseline seconds away shares its state), else the
- * median req/s over the bare row's median.
+ * A Terrace measurement's throughput as a share of the bare server's: the median over rounds of
+ * each round's req/s over the bare server's measured right before it (the machine's speed drifts
+ * by a third within a run; a baseline seconds away shares its state).
  */
-function bareRatio(m: Measure, bareRps: number): number {
+function bareRatio(m: Measure): number {
   if (m.target === null) return 1;
-  if (m.baselines.length === m.runs.length && m.runs.length > 0) return median(m.runs.map((r, i) => r.rps / m.baselines[i]!.rps));
-  return medianOf(m, (r) => r.rps) / bareRps;
+  return median(m.runs.map((r, i) => r.rps / m.baselines[i]!.rps));
 }
 const secs = (ms: number) => `${(ms / 1000).toFixed(2)} s`;
 /** Every instance on PostgreSQL uses this key (a shared database needs one TERRACE_SECRET_KEY); local only. */
@@ -230,10 +228,6 @@ const AIMS = [
 ] as const;
 
 function aimsTable(measures: Measure[], targets: Target[], seed: SeedManifest): string {
-  const bareRps = medianOf(
-    measures.find((m) => m.target === null),
-    (r) => r.rps,
-  );
   const blobs = seed.modules.length * seed.versions.length;
   const rows = AIMS.map((a) => [
     a.aim.replace('100,000', blobs.toLocaleString('en-US')),
@@ -249,7 +243,7 @@ function aimsTable(measures: Measure[], targets: Target[], seed: SeedManifest): 
         const p99 = medianOf(m, (r) => r.p99Ms);
         return `${fmtMs(p99)} ms: ${p99 < a.limit ? 'met' : '**missed**'}`;
       }
-      const r = bareRatio(m, bareRps);
+      const r = bareRatio(m);
       return `${ratio(r)}: ${r >= a.limit ? 'met' : '**missed**'}`;
     }),
   ]);
@@ -273,8 +267,6 @@ function resultsMarkdown(
   },
   skipped: string[],
 ): string {
-  const bare = measures.find((m) => m.target === null);
-  const bareRps = medianOf(bare, (r) => r.rps);
   const measured = measures.filter((m) => m.runs.length > 0);
   const rows = measured.map((m) => {
     const rps = medianOf(m, (r) => r.rps);
@@ -284,7 +276,7 @@ function resultsMarkdown(
       m.target?.label ?? '–',
       String(m.scenario.connections),
       fmtInt(rps),
-      ratio(bareRatio(m, bareRps)),
+      ratio(bareRatio(m)),
       m.baselines.length ? fmtInt(median(m.baselines.map((r) => r.rps))) : '–',
       fmtMs(medianOf(m, (r) => r.p50Ms)),
       fmtMs(medianOf(m, (r) => r.p90Ms)),
@@ -304,9 +296,7 @@ function resultsMarkdown(
     '',
     ...ctx.started.map(({ label, proc }) => `- ${label}: ${secs(proc.startupMs)}` + (proc.rssAfter ? `, ${fmtMiB(proc.rssAfter)}` : '')),
     `- for reference, an empty SQLite data dir: ${secs(ctx.emptyStartupMs)} (node loading the server bundle and the store's first statements: start-up that does not depend on the registry)`,
-    ctx.pairSeconds > 0
-      ? `"vs bare": each round's req/s over the bare server's measured for ${ctx.pairSeconds} s right before it (median over rounds; "bare beside it" is the median of those). The bare row is its own measurement, once per round.`
-      : '"vs bare": median req/s over the bare row\'s median.',
+    `"vs bare": each round's req/s over the bare server's measured for ${ctx.pairSeconds} s right before it (median over rounds; "bare beside it" is the median of those). The bare row is its own measurement, once per round.`,
     '',
     markdownTable(
       ['scenario', 'store', 'conns', 'req/s (median)', 'vs bare', 'bare beside it', 'p50 ms', 'p90 ms', 'p99 ms', 'req/s per round', 'errors'],
@@ -321,7 +311,7 @@ function resultsMarkdown(
       s.title,
       ...targets.map((t) => {
         const m = measured.find((x) => x.target === t && x.scenario.id === s.id);
-        return m ? `${fmtInt(medianOf(m, (r) => r.rps))} (${ratio(bareRatio(m, bareRps))}), p99 ${fmtMs(medianOf(m, (r) => r.p99Ms))}` : '–';
+        return m ? `${fmtInt(medianOf(m, (r) => r.rps))} (${ratio(bareRatio(m))}), p99 ${fmtMs(medianOf(m, (r) => r.p99Ms))}` : '–';
       }),
     ]);
     lines.push('', 'Side by side: req/s (× bare), p99 ms:', '', markdownTable(['scenario', ...targets.map((t) => t.label)], side));
@@ -360,7 +350,7 @@ async function main(): Promise<void> {
   const quick = bool('quick');
   const duration = Math.round(numberOption(flags, 'duration', 'BENCH_DURATION', quick ? 2 : 10));
   const warmup = Math.round(numberOption(flags, 'warmup', 'BENCH_WARMUP', quick ? 1 : 3));
-  const pairSeconds = Math.round(numberOption(flags, 'pair', 'BENCH_PAIR', Math.max(1, Math.round(duration / 2)), true));
+  const pairSeconds = Math.round(numberOption(flags, 'pair', 'BENCH_PAIR', Math.max(1, Math.round(duration / 2))));
   const connections = Math.round(numberOption(flags, 'connections', 'BENCH_CONNECTIONS', 50));
   const runs = Math.round(numberOption(flags, 'runs', 'BENCH_RUNS', quick ? 1 : 3));
   const toolRaw = str('tool') ?? defaultTool();
@@ -506,7 +496,7 @@ async function main(): Promise<void> {
         const waited = Math.max(...(await Promise.all(all.map((pid) => waitIdle(pid)))));
         if (waited > 2000) log(`waited ${(waited / 1000).toFixed(1)} s for the servers to drain queued requests`);
       };
-      log(`${tool}: ${measures.length} measurements × ${runs} rounds × ${duration} s (+${warmup} s warm-up in round 1${pairSeconds > 0 ? `, each after ${pairSeconds} s of the bare server` : ''})`);
+      log(`${tool}: ${measures.length} measurements × ${runs} rounds × ${duration} s (+${warmup} s warm-up in round 1, each after ${pairSeconds} s of the bare server)`);
       for (let round = 1; round <= runs; round++) {
         for (const m of measures) {
           const spec = { paths: m.scenario.paths, headers: m.scenario.headers, connections: m.scenario.connections, tool, cpu: loadCpu };
@@ -522,7 +512,7 @@ async function main(): Promise<void> {
             await go(warmup);
             await settle();
           }
-          if (m.target && pairSeconds > 0) {
+          if (m.target) {
             m.baselines.push(await runLoad({ ...spec, paths: built.bare.paths, headers: undefined, connections: built.bare.connections, baseUrl: bare!.url, durationSeconds: pairSeconds }));
             await settle();
           }

@@ -45,7 +45,7 @@ export function createMetrics(deps: Deps): Metrics {
     count(deps.db.selectFrom('jobs').select((eb) => eb.fn.countAll<number>().as('n')).where('run_at', '<=', deps.clock.now().toISOString()).executeTakeFirst()),
   );
 
-  const observe = (method: string, route: string, status: number, seconds: number) => duration.observe(method, route, status, seconds);
+  const observe = duration.observe.bind(duration);
   const middleware: MiddlewareHandler = async (c, next) => {
     const started = performance.now();
     await next();

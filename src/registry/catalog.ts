@@ -15,7 +15,7 @@ import {
   getVersion,
   latestVersionRows,
   listModules,
-  listPublishedVersions,
+  LISTING_COLUMNS,
   listVersions,
   summaryWindows,
   totalDownloads,
@@ -113,7 +113,7 @@ export async function publishedVersion(deps: Deps, m: ModuleWithOrg, version: st
   if (!row || row.status !== 'ok') throw notFound(`version ${version} of ${m.namespace}/${m.name}/${m.provider} not found`);
   const [siblings, ok, downloads] = await Promise.all([
     findModulesByName(deps.db, m.namespace, m.name),
-    listPublishedVersions(deps.db, m.id),
+    listVersions(deps.db, m.id, 'ok', LISTING_COLUMNS),
     moduleTotals(deps, [m.id]),
   ]);
   const versions = sortVersionsDesc(ok.map((v) => v.version));

@@ -142,19 +142,19 @@ export async function getVersion(db: Queryable, moduleId: string, version: strin
   return db.selectFrom('registry_module_versions').selectAll().where('module_id', '=', moduleId).where('version', '=', version).executeTakeFirst();
 }
 
-export async function listVersions(db: Queryable, moduleId: string, status?: VersionRow['status']): Promise<VersionRow[]> {
-  let qb = db.selectFrom('registry_module_versions').selectAll().where('module_id', '=', moduleId);
+/** A module's versions (of one status, when given): every column, or only the columns given. */
+export function listVersions(db: Queryable, moduleId: string, status?: VersionRow['status']): Promise<VersionRow[]>;
+export function listVersions<C extends keyof VersionRow & string>(db: Queryable, moduleId: string, status: VersionRow['status'] | undefined, columns: readonly C[]): Promise<Pick<VersionRow, C>[]>;
+export async function listVersions(db: Queryable, moduleId: string, status?: VersionRow['status'], columns?: readonly (keyof VersionRow & string)[]): Promise<Partial<VersionRow>[]> {
+  const base = db.selectFrom('registry_module_versions');
+  let qb = (columns ? base.select(columns) : base.selectAll()).where('module_id', '=', moduleId);
   if (status) qb = qb.where('status', '=', status);
   return qb.execute();
 }
 
-/** What a version listing shows of each published version. */
-export type PublishedListing = Pick<VersionRow, 'version' | 'description' | 'published_at'>;
-
-/** A module's published versions, only what a listing shows: the inspected contents weigh kilobytes per row. */
-export async function listPublishedVersions(db: Queryable, moduleId: string): Promise<PublishedListing[]> {
-  return db.selectFrom('registry_module_versions').select(['version', 'description', 'published_at']).where('module_id', '=', moduleId).where('status', '=', 'ok').execute();
-}
+/** What a version listing shows of each version: the inspected contents weigh kilobytes per row. */
+export const LISTING_COLUMNS = ['version', 'description', 'published_at'] as const;
+export type PublishedListing = Pick<VersionRow, (typeof LISTING_COLUMNS)[number]>;
 
 /** Versions of many modules at once, keyed by module id (for detail and list rendering). */
 export type LatestVersion = Pick<VersionRow, 'module_id' | 'version' | 'description' | 'published_at'>;
