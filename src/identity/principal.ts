@@ -39,12 +39,12 @@ interface CachedPrincipal {
 const principalCache = perServer((deps: Deps) => new GenerationCache<string, CachedPrincipal>(deps.generations, 'identity', deps.config.cacheMaxEntries));
 
 /**
- * The principal of a presented token when everything about it is cached and nothing needs
- * writing (its last use was touched within the minute); undefined means "ask resolvePrincipal",
- * which also answers unknown and expired tokens.
+ * The principal of a token (by its hash, hashToken) when everything about it is cached and nothing
+ * needs writing (its last use was touched within the minute); undefined means "ask
+ * resolvePrincipal", which also answers unknown and expired tokens.
  */
-export function cachedPrincipal(deps: Deps, presented: string): Principal | undefined {
-  const entry = principalCache(deps).get(hashToken(presented));
+export function cachedPrincipal(deps: Deps, hash: string): Principal | undefined {
+  const entry = principalCache(deps).get(hash);
   if (!entry) return undefined;
   const now = deps.clock.now().getTime();
   if (isExpired(entry, now) || touchDue(entry, now)) return undefined;

@@ -13,6 +13,8 @@ export interface Metrics {
   middleware: MiddlewareHandler;
   /** Records one request answered outside Hono (the registry's lean path), by route pattern. */
   observe(method: string, route: string, status: number, seconds: number): void;
+  /** The same for one method, route and status answered again and again: a recorder that finds its series once. */
+  recorder(method: string, route: string, status: number): (seconds: number) => void;
 }
 
 export function createMetrics(deps: Deps): Metrics {
@@ -51,7 +53,7 @@ export function createMetrics(deps: Deps): Metrics {
     await next();
     observe(c.req.method, routeLabel(c), c.res.status, (performance.now() - started) / 1000);
   };
-  return { registry, middleware, observe };
+  return { registry, middleware, observe, recorder: duration.recorder.bind(duration) };
 }
 
 const DURATION_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10, 60];
@@ -70,22 +72,51 @@ interface DurationSeries {
  * every observation (a few per cent of a cached registry answer). A series is found by one
  * string key; prom-client's registry formats it with the other metrics at scrape time.
  */
+const seriesKey = (method: string, route: string, status: number) => `${method} ${status} ${route}`;
+
+function record(s: DurationSeries, seconds: number): void {
+  let i = 0;
+  while (i < DURATION_BUCKETS.length && seconds > DURATION_BUCKETS[i]!) i++;
+  s.buckets[i]!++;
+  s.sum += seconds;
+  s.count++;
+}
+
 class RequestDurations {
   readonly name = 'terrace_http_request_duration_seconds';
   readonly help = 'HTTP request duration by method, route pattern and status';
   readonly type = 'histogram';
   readonly aggregator = 'sum';
   private readonly series = new Map<string, DurationSeries>();
+  /** Moves on every reset(), which drops the series a recorder holds. */
+  private resets = 0;
 
   observe(method: string, route: string, status: number, seconds: number): void {
-    const key = `${method} ${status} ${route}`;
+    record(this.seriesOf(method, route, status), seconds);
+  }
+
+  /**
+   * One series' recorder, for a caller that answers the same method, route and status again and
+   * again (the registry's lean path): no key to build and look up per request. Stays valid
+   * across reset(): the series is put back on its next observation.
+   */
+  recorder(method: string, route: string, status: number): (seconds: number) => void {
+    let s = this.seriesOf(method, route, status);
+    let resets = this.resets;
+    return (seconds) => {
+      if (resets !== this.resets) {
+        s = this.seriesOf(method, route, status);
+        resets = this.resets;
+      }
+      record(s, seconds);
+    };
+  }
+
+  private seriesOf(method: string, route: string, status: number): DurationSeries {
+    const key = seriesKey(method, route, status);
     let s = this.series.get(key);
     if (!s) this.series.set(key, (s = { labels: { method, route, status: String(status) }, buckets: new Array<number>(DURATION_BUCKETS.length + 1).fill(0), sum: 0, count: 0 }));
-    let i = 0;
-    while (i < DURATION_BUCKETS.length && seconds > DURATION_BUCKETS[i]!) i++;
-    s.buckets[i]!++;
-    s.sum += seconds;
-    s.count++;
+    return s;
   }
 
   async get() {
@@ -104,6 +135,7 @@ class RequestDurations {
   }
 
   reset(): void {
+    this.resets++;
     this.series.clear();
   }
 }

@@ -1,9 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import type { Deps } from '../deps.js';
 import { presentedToken } from '../http/auth.js';
 import { cachedPrincipal, resolvePrincipal, type Principal } from '../identity/principal.js';
-import { isTaskAccessToken } from '../identity/tokens.js';
+import { hashToken, isTaskAccessToken } from '../identity/tokens.js';
 import { loggablePath } from '../logger.js';
 import type { Metrics } from '../ops/metrics.js';
 import { cachedReadableOrganizationIds, readableModule } from './catalog.js';
@@ -34,6 +35,16 @@ const LIST_BASE = '/v1/modules';
  */
 export function leanRegistryPath(deps: Deps, metrics: Metrics): (req: IncomingMessage, res: ServerResponse, app: NodeListener) => void {
   const log = deps.logger;
+  /**
+   * The Authorization header a connection last sent here and its token's hash: a keep-alive
+   * client (Terraform, a CI job) sends the same one on every request, so the token is hashed
+   * once per connection rather than once per request. Only well-formed user, team and
+   * organization tokens are kept; what a token may do is still read from the principal cache
+   * on every request. The entry goes with its connection.
+   */
+  const lastAuthorization = new WeakMap<Socket, { header: string; hash: string }>();
+  const observeVersions = metrics.recorder('GET', VERSIONS_ROUTE, 200);
+  const observeDownload = metrics.recorder('GET', DOWNLOAD_ROUTE, 204);
 
   /**
    * Everything from the caches, without a single await: true if answered. Undefined anywhere
@@ -44,9 +55,15 @@ export function leanRegistryPath(deps: Deps, metrics: Metrics): (req: IncomingMe
    * tell (a token not cached, due a touch, malformed or a run task's).
    */
   function cachedCaller(req: IncomingMessage): Principal | null | undefined {
-    const token = presentedToken(req.headers.authorization);
+    const header = req.headers.authorization;
+    const last = lastAuthorization.get(req.socket);
+    if (last !== undefined && last.header === header) return cachedPrincipal(deps, last.hash);
+    const token = presentedToken(header);
     if (token === null || token === undefined) return token;
-    return isTaskAccessToken(token) ? undefined : cachedPrincipal(deps, token);
+    if (isTaskAccessToken(token)) return undefined;
+    const hash = hashToken(token);
+    lastAuthorization.set(req.socket, { header: header!, hash });
+    return cachedPrincipal(deps, hash);
   }
 
   /**
@@ -61,12 +78,12 @@ export function leanRegistryPath(deps: Deps, metrics: Metrics): (req: IncomingMe
     const module = orgs && peekModule(deps, parts[3]!, parts[4]!, parts[5]!);
     if (!module || (orgs !== 'all' && !orgs!.includes(module.organization_id))) return false;
     if (parts.length === 7) {
-      send(req, res, 200, VERSIONS_ROUTE, started, versionsBody(module));
+      send(req, res, 200, observeVersions, started, versionsBody(module));
       return true;
     }
     const url = cachedDownloadLocation(deps, module, parts[6]!);
     if (url === undefined) return false;
-    send(req, res, 204, DOWNLOAD_ROUTE, started, undefined, url);
+    send(req, res, 204, observeDownload, started, undefined, url);
     return true;
   }
 
@@ -77,11 +94,11 @@ export function leanRegistryPath(deps: Deps, metrics: Metrics): (req: IncomingMe
     const orgs = cachedReadableOrganizationIds(deps, principal);
     const page = orgs && freshListPage(deps, orgs, target);
     if (!page) return false;
-    send(req, res, 200, page.route, started, page.body);
+    send(req, res, 200, (seconds) => metrics.observe('GET', page.route, 200, seconds), started, page.body);
     return true;
   }
 
-  function send(req: IncomingMessage, res: ServerResponse, status: number, route: string, started: number, body?: Uint8Array, location?: string): void {
+  function send(req: IncomingMessage, res: ServerResponse, status: number, observe: (seconds: number) => void, started: number, body?: Uint8Array, location?: string): void {
     const supplied = req.headers['x-request-id'];
     const requestId = typeof supplied === 'string' && CLIENT_REQUEST_ID.test(supplied) ? supplied : randomUUID();
     if (body) {
@@ -92,7 +109,7 @@ export function leanRegistryPath(deps: Deps, metrics: Metrics): (req: IncomingMe
       res.end();
     }
     const seconds = (performance.now() - started) / 1000;
-    metrics.observe('GET', route, status, seconds);
+    observe(seconds);
     if (log.isLevelEnabled('info')) {
       log.info({ reqId: requestId, method: 'GET', path: loggablePath(req.url!), status, ms: Math.round(seconds * 10_000) / 10 }, 'request');
     }
@@ -110,10 +127,10 @@ export function leanRegistryPath(deps: Deps, metrics: Metrics): (req: IncomingMe
     }
     const module = await readableModule(deps, principal, parts[3]!, parts[4]!, parts[5]!);
     if (parts.length === 7) {
-      send(req, res, 200, VERSIONS_ROUTE, started, versionsBody(module));
+      send(req, res, 200, observeVersions, started, versionsBody(module));
     } else {
       const url = await downloadLocation(deps, module, parts[6]!, true);
-      send(req, res, 204, DOWNLOAD_ROUTE, started, undefined, url);
+      send(req, res, 204, observeDownload, started, undefined, url);
     }
     return true;
   }

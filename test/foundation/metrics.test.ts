@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createOrganization, publish } from '../helpers/registry.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
+import { createMetrics } from '../../src/ops/metrics.js';
 
 let t: TestServer;
 beforeAll(async () => {
@@ -77,5 +78,27 @@ describe('GET /metrics', () => {
     expect(counts.at(-1)).toBe(3);
     expect(sum).toBeGreaterThan(0);
     expect(series.every((l) => l.includes('service="terrace"') && l.includes('method="GET"'))).toBe(true);
+  });
+});
+
+describe('request duration recorders', () => {
+  it('count in their series, and again after the registry is reset', async () => {
+    const m = createMetrics(t.running.deps);
+    const count = async () => {
+      const text = await m.registry.getSingleMetricAsString('terrace_http_request_duration_seconds');
+      const line = text.split('\n').find((l) => l.startsWith('terrace_http_request_duration_seconds_count{') && l.includes('route="/recorded"'));
+      return line ? Number(line.split(' ').pop()) : 0;
+    };
+    const record = m.recorder('GET', '/recorded', 200);
+    record(0.002);
+    record(0.003);
+    m.observe('GET', '/recorded', 200, 0.004);
+    expect(await count()).toBe(3);
+    m.registry.resetMetrics();
+    expect(await count()).toBe(0);
+    record(0.001);
+    expect(await count()).toBe(1);
+    const text = await m.registry.getSingleMetricAsString('terrace_http_request_duration_seconds');
+    expect(text).toContain('terrace_http_request_duration_seconds_bucket{le="0.001",method="GET",route="/recorded",status="200"');
   });
 });

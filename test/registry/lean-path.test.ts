@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import http from 'node:http';
 import { ManualClock } from '../../src/clock.js';
 import { addMember, createOrganization, publish } from '../helpers/registry.js';
 import { createUserWithToken, startTestServer, type TestServer } from '../helpers/server.js';
@@ -131,5 +132,60 @@ describe('download locations', () => {
     const before = await total();
     for (let i = 0; i < 3; i++) expect((await t.api('GET', '/v1/modules/acme/subnet/aws/1.0.0/download', { token: member.token })).status).toBe(204);
     expect(await total()).toBe(before + 3);
+  });
+});
+
+describe('one keep-alive connection', () => {
+  /** GETs over a single kept-alive socket: whether the socket was reused, the status and the body. */
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+  afterAll(() => agent.destroy());
+  function get(path: string, token: string | null): Promise<{ reused: boolean; status: number; body: string }> {
+    return new Promise((resolve, reject) => {
+      const req = http.get(new URL(path, t.url), { agent, headers: token ? { Authorization: `Bearer ${token}` } : {} }, (res) => {
+        let body = '';
+        res.setEncoding('utf8').on('data', (d: string) => (body += d));
+        res.on('end', () => resolve({ reused: req.reusedSocket, status: res.statusCode!, body }));
+      });
+      req.on('error', reject);
+    });
+  }
+
+  it('answers each request as its own token says: a token swapped or revoked mid-connection counts at once', async () => {
+    const other = await createUserWithToken(t, 'lean-keepalive');
+    await addMember(t, 'acme', other);
+    const hidden = '/v1/modules/hidden/vpc/aws/versions';
+    const acme = '/v1/modules/acme/vpc/aws/versions';
+    // The admin's token, twice (the second from the caches), then the member's on the same socket.
+    expect((await get(hidden, t.adminToken)).status).toBe(200);
+    const admin = await get(hidden, t.adminToken);
+    expect(admin).toMatchObject({ reused: true, status: 200 });
+    expect(await get(hidden, other.token)).toMatchObject({ reused: true, status: 404 });
+    expect(await get(hidden, other.token)).toMatchObject({ reused: true, status: 404 });
+    expect(await get(acme, other.token)).toMatchObject({ reused: true, status: 200 });
+    expect(await get(acme, other.token)).toMatchObject({ reused: true, status: 200 });
+    // No token, a malformed header, then the admin again.
+    expect(await get(acme, null)).toMatchObject({ reused: true, status: 401 });
+    expect(await get(acme, 'not a token')).toMatchObject({ reused: true, status: 401 });
+    expect(await get(hidden, t.adminToken)).toMatchObject({ reused: true, status: 200, body: admin.body });
+
+    // The member's token deleted (on another connection): its next request on this one is refused.
+    const tokens = await t.api('GET', `/api/v2/users/${other.id}/authentication-tokens`, { token: other.token });
+    expect(tokens.status).toBe(200);
+    expect(await get(acme, other.token)).toMatchObject({ reused: true, status: 200 });
+    const del = await t.api('DELETE', `/api/v2/authentication-tokens/${tokens.json.data[0].id}`, { token: t.adminToken });
+    expect(del.status).toBe(204);
+    expect(await get(acme, other.token)).toMatchObject({ reused: true, status: 401 });
+    expect(await get(acme, other.token)).toMatchObject({ reused: true, status: 401 });
+  });
+});
+
+describe('version lists and download locations', () => {
+  it.each([
+    ['/v1/modules/acme/vpc/aws/versions', '/v1/modules/:namespace/:name/:provider/versions', 200],
+    ['/v1/modules/acme/vpc/aws/1.0.0/download', '/v1/modules/:namespace/:name/:provider/:version/download', 204],
+  ] as const)('%s: counted in the request metric whichever path answers', async (target, route, status) => {
+    const before = await metricCount(route, status);
+    for (let i = 0; i < 3; i++) expect((await t.api('GET', target, { token: member.token })).status).toBe(status);
+    expect(await metricCount(route, status)).toBe(before + 3);
   });
 });
