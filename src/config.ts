@@ -98,6 +98,8 @@ export interface Config {
   cacheSyncMs: number;
   /** Entries each in-memory cache (tokens, modules, search pages) holds at most; 0 turns the caches off. */
   cacheMaxEntries: number;
+  /** How old the download totals on a cached list or search page may grow before they are read again. */
+  listCacheTtlMs: number;
   /** Run background jobs (state processing, upload expiry, retention sweeps) in this process. */
   jobsEnabled: boolean;
   /** Largest state file (and JSON state) accepted, decoded. */
@@ -395,6 +397,7 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): Config 
     jobsEnabled: bool(env, 'TERRACE_JOBS', true),
     cacheSyncMs: int(env, 'TERRACE_CACHE_SYNC_MS', 1000, 50, 60_000),
     cacheMaxEntries: int(env, 'TERRACE_CACHE_MAX_ENTRIES', 50_000, 0, 10_000_000),
+    listCacheTtlMs: int(env, 'TERRACE_LIST_CACHE_TTL_MS', 30_000, 100, 3_600_000),
     jobLeaseSeconds: int(env, 'TERRACE_JOB_LEASE_SECONDS', 60, 3, 3600),
     maxStateBytes: int(env, 'TERRACE_MAX_STATE_BYTES', 64 * MiB, 1024, 4096 * MiB),
     maxConfigurationVersionBytes: int(env, 'TERRACE_MAX_CONFIGURATION_VERSION_BYTES', 512 * MiB, 1024, 64 * 1024 * MiB),

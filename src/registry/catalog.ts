@@ -88,6 +88,16 @@ export async function findModules(
   return { modules: rows.map((m) => ({ module: m, latest: latest.get(m.id), downloads: downloads.get(m.id) ?? 0 })), hasMore };
 }
 
+/**
+ * The same summaries with their download totals read again: what grows old on a cached list or
+ * search page while the registry generation stands (the modules, their latest versions and their
+ * order move it). Only for summaries findModules returned, for the caller it authorized.
+ */
+export async function withCurrentTotals(deps: Deps, modules: readonly ModuleSummary[]): Promise<ModuleSummary[]> {
+  const totals = await moduleTotals(deps, modules.map((s) => s.module.id));
+  return modules.map((s) => ({ ...s, downloads: totals.get(s.module.id) ?? 0 }));
+}
+
 /** The module, if the caller may read it; 404 otherwise (its existence is not revealed). */
 export async function readableModule(deps: Deps, p: Principal | null, namespace: string, name: string, provider: string): Promise<ModuleWithOrg> {
   const orgs = await readableOrganizationIds(deps, p);

@@ -8,7 +8,7 @@ import { parseOffsetLimit, registryMeta } from '../http/pagination.js';
 import { queryParams } from '../http/query.js';
 import { requestTarget, routeLabel } from '../http/route.js';
 import { archiveUrlFor, signedArchiveUrl, signsArchiveUrls } from './archive-url.js';
-import { findModules, moduleDownloadSummary, publishedVersion, readableModule, readableOrganizationIds, type ModuleFilter } from './catalog.js';
+import { findModules, moduleDownloadSummary, publishedVersion, readableModule, readableOrganizationIds, withCurrentTotals, type ModuleFilter, type ModuleSummary } from './catalog.js';
 import { normalizeRequestedVersion } from './names.js';
 import { protocolModule, protocolModuleDetail } from './serialize.js';
 import { cachedDownloadVersion, peekDownloadVersion, versionsBody } from './cache.js';
@@ -18,15 +18,14 @@ const JSON_HEADERS = { 'Content-Type': 'application/json' };
 const encoder = new TextEncoder();
 
 /**
- * Rendered list and search pages, under the registry generation (a publish or deletion shows at
- * once) and for LIST_PAGE_TTL_MS at most (a fifth less for some, so pages cached together do not
- * expire together), since they carry download totals.
+ * A rendered page, the route it answers (the lean path times it under the same label) and what it
+ * was rendered from, so its download totals can be read again without the search.
  */
-export const LIST_PAGE_TTL_MS = 30_000;
-/** A rendered page and the route it answers (the lean path times it under the same label). */
 export interface Page {
   body: Uint8Array<ArrayBuffer>;
   route: string;
+  modules: readonly ModuleSummary[];
+  hasMore: boolean;
 }
 interface ListPages {
   pages: GenerationCache<string, Page>;
@@ -36,9 +35,14 @@ interface ListPages {
   refresher: Promise<void> | null;
 }
 
+/**
+ * Rendered list and search pages, under the registry generation (a publish, deletion or rename
+ * shows at once) and for TERRACE_LIST_CACHE_TTL_MS at most (a fifth less for some, so pages
+ * cached together do not expire together), since they carry download totals.
+ */
 const listPages = perServer(
   (deps: Deps): ListPages => ({
-    pages: new GenerationCache<string, Page>(deps.generations, 'registry', deps.config.cacheMaxEntries, LIST_PAGE_TTL_MS, 0.2),
+    pages: new GenerationCache<string, Page>(deps.generations, 'registry', deps.config.cacheMaxEntries, deps.config.listCacheTtlMs, 0.2),
     rendering: new Map(),
     refreshing: new Map(),
     refresher: null,
@@ -135,9 +139,8 @@ export function protocolRoutes(deps: Deps): Hono<AppEnv> {
     const route = routeLabel(c);
     const cache = listPages(deps);
     const principal = c.get('principal');
-    const render = async () => {
-      const generation = cache.pages.generation();
-      const { modules, hasMore } = await findModules(deps, principal, { ...filter, provider }, page);
+    /** Renders and caches a page of these summaries, if the registry is still at generation. */
+    const store = (generation: number, modules: readonly ModuleSummary[], hasMore: boolean): Page => {
       const rendered: Page = {
         body: encoder.encode(
           JSON.stringify({
@@ -146,15 +149,27 @@ export function protocolRoutes(deps: Deps): Hono<AppEnv> {
           }),
         ),
         route,
+        modules,
+        hasMore,
       };
       cache.pages.set(key, rendered, generation);
       return rendered;
     };
+    const render = async () => {
+      const generation = cache.pages.generation();
+      const { modules, hasMore } = await findModules(deps, principal, { ...filter, provider }, page);
+      return store(generation, modules, hasMore);
+    };
     const cached = cache.pages.peek(key);
     if (cached) {
-      // Nothing in it changed but its download totals may be old: this request gets it as it is
-      // and a fresh one is made behind it.
-      if (cached.expired) refreshLater(deps, cache, key, render);
+      // Nothing in it changed but its download totals may be old (peek returns only a page of
+      // the current generation): this request gets it as it is, and the same modules with their
+      // totals read again replace it behind it, without running the search again.
+      if (cached.expired) {
+        const generation = cache.pages.generation();
+        const { modules, hasMore } = cached.value;
+        refreshLater(deps, cache, key, async () => store(generation, await withCurrentTotals(deps, modules), hasMore));
+      }
       return c.body(cached.value.body, 200, JSON_HEADERS);
     }
     return c.body((await renderOnce(cache, key, render)).body, 200, JSON_HEADERS);
