@@ -66,12 +66,6 @@ interface DurationSeries {
   count: number;
 }
 
-/**
- * terrace_http_request_duration_seconds by method, route pattern and status: a histogram as
- * prom-client's Histogram writes it, kept here because that one hashes its label object on
- * every observation (a few per cent of a cached registry answer). A series is found by one
- * string key; prom-client's registry formats it with the other metrics at scrape time.
- */
 const seriesKey = (method: string, route: string, status: number) => `${method} ${status} ${route}`;
 
 function record(s: DurationSeries, seconds: number): void {
@@ -82,6 +76,12 @@ function record(s: DurationSeries, seconds: number): void {
   s.count++;
 }
 
+/**
+ * terrace_http_request_duration_seconds by method, route pattern and status: a histogram as
+ * prom-client's Histogram writes it, kept here because that one hashes its label object on
+ * every observation (a few per cent of a cached registry answer). A series is found by one
+ * string key; prom-client's registry formats it with the other metrics at scrape time.
+ */
 class RequestDurations {
   readonly name = 'terrace_http_request_duration_seconds';
   readonly help = 'HTTP request duration by method, route pattern and status';
