@@ -10,7 +10,7 @@ import { archiveCommit, GitError, listTags, repositoryUrl, resolveBranch, type G
 import { JOB } from './module-jobs-kinds.js';
 import { eventFor, moduleAddress, queueClone, webhookSecret, webhookUrl } from './module-service.js';
 import { tagVersion } from './module-settings.js';
-import { getVcsModule, purgeDeliveries, tagModulesAfter, updateVcsModuleRow, vcsModulesOfToken, type VcsModuleRow } from './module-store.js';
+import { getVcsModule, purgeDeliveries, tagModulesAfter, updateVcsModuleRow, updateVcsModuleRowIfConnected, vcsModulesOfToken, type VcsModuleRow } from './module-store.js';
 import { deleteWebhook, ProviderError, registerWebhook } from './provider.js';
 import { connectionForToken, recordVcsEvent, type VcsConnection } from './service.js';
 
@@ -57,6 +57,15 @@ async function loaded(deps: Deps, moduleId: string): Promise<{ row: VcsModuleRow
   return row && module ? { row, module } : undefined;
 }
 
+/** A scan whose module lost its OAuth token (deleted or replaced) while it read the repository: nothing of it is kept. */
+async function disconnectedMeanwhile(deps: Deps, row: VcsModuleRow, m: ModuleWithOrg, what: string): Promise<void> {
+  await recordVcsEvent(deps, {
+    ...eventFor(row),
+    level: 'info',
+    message: `Discarded the ${what} read from ${row.identifier} for ${moduleAddress(m)}: the module's OAuth token was deleted or replaced while they were read`,
+  });
+}
+
 /** The connection of a module, or undefined after recording why there is none. */
 async function connectionOf(deps: Deps, row: VcsModuleRow, m: ModuleWithOrg): Promise<VcsConnection | undefined> {
   const c = row.oauth_token_id ? await connectionForToken(deps, row.oauth_token_id) : undefined;
@@ -100,10 +109,12 @@ const setup: JobHandler = async (deps, payload) => {
       return setupFailed(deps, row, module, `could not read branch ${row.branch} of ${row.identifier}: ${err.message}`, suggestionFor(err));
     }
     if (!sha) return setupFailed(deps, row, module, `branch ${row.branch} does not exist in ${row.identifier}`, 'set vcs-repo.branch to an existing branch with PATCH');
-    await inTransaction(deps.db, async (tx) => {
+    const connected = await inTransaction(deps.db, async (tx) => {
+      if (!(await updateVcsModuleRowIfConnected(tx, row.module_id, conn.oauthTokenId, { status: 'setup_complete', status_error: null, updated_at: now(deps) }))) return false;
       await queueClone(tx, deps, row.module_id, initialVersion, sha);
-      await updateVcsModuleRow(tx, row.module_id, { status: 'setup_complete', status_error: null, updated_at: now(deps) });
+      return true;
     });
+    if (!connected) return disconnectedMeanwhile(deps, row, module, `branch ${row.branch}`);
     wakeJobs(deps.db);
     return;
   }
@@ -138,19 +149,22 @@ async function scanTags(deps: Deps, row: VcsModuleRow, module: ModuleWithOrg, co
     if ('skipped' in r) skipped.push(`${t.name} (${r.skipped === 'prefix' ? `outside prefix ${row.tag_prefix}` : 'not semver'})`);
     else if (!wanted.has(r.version)) wanted.set(r.version, { tag: t.name, sha: t.sha });
   }
-  // What the committed attempt queued (PostgreSQL may run the transaction again).
+  // What the committed attempt queued (PostgreSQL may run the transaction again); null when
+  // the module lost this connection while its tags were read.
   const queued = await inTransaction(deps.db, async (tx) => {
-    const inAttempt: string[] = [];
     const existing = new Map((await listVersions(tx, row.module_id)).map((v) => [v.version, v.status]));
+    const status = existing.size > 0 || wanted.size > 0 ? 'setup_complete' : 'no_version_tags';
+    // First, so that a token deleted meanwhile (whose hook left the module setup_failed) wins.
+    if (!(await updateVcsModuleRowIfConnected(tx, row.module_id, conn.oauthTokenId, { status, status_error: null, updated_at: now(deps) }))) return null;
+    const inAttempt: string[] = [];
     for (const [version, t] of wanted) {
-      const status = existing.get(version);
-      if (status !== undefined && !(retryFailed && status === 'clone_failed')) continue;
+      const versionStatus = existing.get(version);
+      if (versionStatus !== undefined && !(retryFailed && versionStatus === 'clone_failed')) continue;
       if (await queueClone(tx, deps, row.module_id, version, t.sha, { replaceFailed: retryFailed })) inAttempt.push(`${version} (tag ${t.tag})`);
     }
-    const hasVersions = existing.size > 0 || inAttempt.length > 0 || wanted.size > 0;
-    await updateVcsModuleRow(tx, row.module_id, { status: hasVersions ? 'setup_complete' : 'no_version_tags', status_error: null, updated_at: now(deps) });
     return inAttempt;
   });
+  if (queued === null) return disconnectedMeanwhile(deps, row, module, `${tags.length} tag(s)`);
   if (queued.length > 0) wakeJobs(deps.db);
   const ev = eventFor(row);
   if (reason !== 'periodic' || queued.length > 0) {

@@ -29,6 +29,15 @@ export async function updateVcsModuleRow(db: Queryable, moduleId: string, set: U
   await db.updateTable('vcs_modules').set(set).where('module_id', '=', moduleId).execute();
 }
 
+/**
+ * Updates a module's row only while it is still connected through oauthTokenId; false when
+ * it no longer is (its token was deleted or replaced after the caller read the row).
+ */
+export async function updateVcsModuleRowIfConnected(db: Queryable, moduleId: string, oauthTokenId: string, set: Updateable<VcsModulesTable>): Promise<boolean> {
+  const r = await db.updateTable('vcs_modules').set(set).where('module_id', '=', moduleId).where('oauth_token_id', '=', oauthTokenId).executeTakeFirst();
+  return Number(r.numUpdatedRows) === 1;
+}
+
 /** Tag-based modules with a connection, in module id order after `after` (the periodic rescan's walk). */
 export async function tagModulesAfter(db: Queryable, after: string | null, limit: number): Promise<string[]> {
   let q = db.selectFrom('vcs_modules').select('module_id').where('branch', '=', '').where('oauth_token_id', 'is not', null);

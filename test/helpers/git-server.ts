@@ -20,6 +20,11 @@ export interface GitServer {
   mode: 'ok' | 'reject' | 'down';
   /** Authorization headers received (to prove the token was sent as Basic, never in the URL). */
   requests: { method: string; url: string; authorization: string | undefined }[];
+  /**
+   * Holds the next authorised requests for a repository until release(): `arrived` settles when
+   * the first of them comes in (a scan or clone caught in the middle of its read).
+   */
+  hold(identifier: string): { arrived: Promise<void>; release(): void };
   repo(identifier: string): TestRepo;
   close(): Promise<void>;
 }
@@ -63,7 +68,21 @@ export async function startGitServer(opts: { tokens?: string[] } = {}): Promise<
   fs.mkdirSync(work);
   const repos = new Map<string, TestRepo>();
 
-  const state: Omit<GitServer, 'url' | 'close' | 'repo'> = { tokens: new Set(opts.tokens ?? []), mode: 'ok', requests: [] };
+  const state: Omit<GitServer, 'url' | 'close' | 'repo' | 'hold'> = { tokens: new Set(opts.tokens ?? []), mode: 'ok', requests: [] };
+  let held: { prefix: string; arrived: () => void; waiting: (() => void)[] } | undefined;
+  const hold = (identifier: string) => {
+    let arrived!: () => void;
+    const promise = new Promise<void>((resolve) => (arrived = resolve));
+    const h = { prefix: `/${identifier}.git/`, arrived, waiting: [] as (() => void)[] };
+    held = h;
+    return {
+      arrived: promise,
+      release() {
+        if (held === h) held = undefined;
+        for (const go of h.waiting.splice(0)) go();
+      },
+    };
+  };
 
   const server = http.createServer((req, res) => {
     state.requests.push({ method: req.method ?? '', url: req.url ?? '', authorization: req.headers.authorization });
@@ -80,6 +99,14 @@ export async function startGitServer(opts: { tokens?: string[] } = {}): Promise<
       return;
     }
     const u = new URL(req.url ?? '/', 'http://x');
+    if (held && u.pathname.startsWith(held.prefix)) {
+      held.waiting.push(() => serve(req, res, u));
+      held.arrived();
+      return;
+    }
+    serve(req, res, u);
+  });
+  const serve = (req: http.IncomingMessage, res: http.ServerResponse, u: URL) => {
     const cgi = spawn('git', ['http-backend'], {
       env: {
         PATH: process.env.PATH,
@@ -132,7 +159,7 @@ export async function startGitServer(opts: { tokens?: string[] } = {}): Promise<
       res.end();
     });
     cgi.on('error', () => res.destroy());
-  });
+  };
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 
@@ -183,6 +210,7 @@ export async function startGitServer(opts: { tokens?: string[] } = {}): Promise<
   const result = state as GitServer;
   result.url = url;
   result.repo = repo;
+  result.hold = hold;
   result.close = async () => {
     server.closeAllConnections();
     await new Promise<void>((resolve) => server.close(() => resolve()));

@@ -33,7 +33,7 @@ beforeAll(async () => {
   git = await startGitServer({ tokens: [PAT, NO_ADMIN_PAT, ROTATED_PAT, GL_PAT] });
   github = await new FakeVcsProvider('github').addToken(PAT, 'octocat').addToken(NO_GIT_PAT, 'stranger').addToken(NO_ADMIN_PAT, 'reader', { admin: false }).addToken(ROTATED_PAT, 'octocat').start();
   gitlab = await new FakeVcsProvider('gitlab').addToken(GL_PAT, 'tanuki').start();
-  for (const r of ['acme/terraform-aws-down', 'acme/terraform-aws-refused', 'acme/terraform-aws-revoked', 'acme/terraform-aws-branchy', 'acme/terraform-aws-readonly', 'acme/terraform-aws-orphan']) github.addRepository(r);
+  for (const r of ['acme/terraform-aws-down', 'acme/terraform-aws-refused', 'acme/terraform-aws-revoked', 'acme/terraform-aws-branchy', 'acme/terraform-aws-readonly', 'acme/terraform-aws-orphan', 'acme/terraform-aws-midscan']) github.addRepository(r);
   gitlab.addRepository('grp/terraform-google-net');
   // A rescan every 5 seconds: tags pushed without any webhook appear on their own.
   t = await startTestServer({ TERRACE_VCS_REQUEST_TIMEOUT_MS: '2000', TERRACE_GIT_TIMEOUT_MS: '20000', TERRACE_VCS_RESCAN_SECONDS: '5' }, { clock: systemClock });
@@ -172,6 +172,33 @@ describe('connection failures', () => {
     const resync = await t.api('POST', `${modulePath('orphan', 'aws')}/actions/resync`);
     expect(resync.status).toBe(422);
     expect(resync.json.errors[0].detail).toContain('has lost its OAuth token');
+  });
+
+  it('a client deleted while a scan reads the tags: the module stays setup_failed and the scan queues nothing', async () => {
+    const client = await createOAuthClient(t, 'acme', github, PAT, { attributes: { 'http-url': git.url } });
+    const repo = git.repo('acme/terraform-aws-midscan');
+    repo.commit({ 'main.tf': 'variable "x" {}\n' });
+    repo.tag('v1.0.0');
+    repo.push();
+    await createVcsModule(t, 'acme', { identifier: 'acme/terraform-aws-midscan', 'oauth-token-id': client.tokenId });
+    expect(await versionSettled(t, 'acme', 'midscan', 'aws', '1.0.0')).toMatchObject({ status: 'ok' });
+    repo.commit({ 'main.tf': 'variable "y" {}\n' });
+    repo.tag('v1.1.0');
+    repo.push();
+    // The next scan (a resync, or the periodic rescan if it comes first) is caught inside its read.
+    const held = git.hold('acme/terraform-aws-midscan');
+    expect((await t.api('POST', `${modulePath('midscan', 'aws')}/actions/resync`)).status).toBe(200);
+    await held.arrived;
+    expect((await t.api('DELETE', `/api/v2/oauth-clients/${client.clientId}`)).status).toBe(204);
+    held.release();
+    await eventually(
+      async () => (await eventMessages(t, 'acme')).find((e) => e.message.startsWith('Discarded the 2 tag(s) read from acme/terraform-aws-midscan')),
+      'the discarded scan',
+    );
+    const m = await readModule(t, 'acme', 'midscan', 'aws');
+    expect(m.attributes.status).toBe('setup_failed');
+    expect(m.attributes['vcs-repo']['oauth-token-id']).toBeNull();
+    expect(m.attributes['version-statuses'].map((v: any) => v.version)).toEqual(['1.0.0']);
   });
 });
 
