@@ -150,7 +150,9 @@ export async function runToCompletion(cmd: string, args: string[], opts: SpawnOp
   const timer = opts.timeoutMs ? setTimeout(() => child.kill('SIGKILL'), opts.timeoutMs) : undefined;
   const code = await new Promise<number | null>((resolve, reject) => {
     child.once('error', reject);
-    child.once('exit', (c) => resolve(c));
+    // 'close', not 'exit': a process can exit before its output has been read from the pipe (a
+    // full run once lost wrk's summary that way).
+    child.once('close', (c) => resolve(c));
   });
   if (timer) clearTimeout(timer);
   if (code !== 0) throw new Error(`${cmd} ${args.join(' ')} exited with ${code}\n${stderr.trim()}`);
