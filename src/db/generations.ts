@@ -115,14 +115,25 @@ interface Entry<V> {
   value: V;
   generation: number;
   expires: number;
+  /** What sizeOf said of value (0 without a byte budget). */
+  bytes: number;
+}
+
+/** A bound on what a cache's entries weigh together, for values whose size varies widely. */
+export interface ByteBudget<V> {
+  maxBytes: number;
+  /** About how many bytes a value holds (its strings' lengths, say); read once, when it is stored. */
+  sizeOf(value: V): number;
 }
 
 /**
  * A bounded map whose entries count only while their generation is current (and, with a TTL,
- * until they expire). Oldest entries go first when it is full; maxEntries 0 caches nothing.
+ * until they expire). Oldest entries go first when it is full, or when a byte budget is given
+ * and the entries weigh more; maxEntries 0 caches nothing, nor does a value over the budget.
  */
 export class GenerationCache<K, V> {
   private readonly entries = new Map<K, Entry<V>>();
+  private bytes = 0;
 
   constructor(
     private readonly generations: Generations,
@@ -131,6 +142,7 @@ export class GenerationCache<K, V> {
     private readonly ttlMs = 0,
     /** Up to this share of ttlMs is taken off each entry's lifetime at random. */
     private readonly ttlJitter = 0,
+    private readonly budget?: ByteBudget<V>,
   ) {}
 
   /** Take this before reading what will be cached, and hand it to set(). */
@@ -142,7 +154,7 @@ export class GenerationCache<K, V> {
     const e = this.entries.get(key);
     if (!e) return undefined;
     if (e.generation !== this.generations.current(this.name) || (this.ttlMs > 0 && performance.now() > e.expires)) {
-      this.entries.delete(key);
+      this.delete(key);
       return undefined;
     }
     return e.value;
@@ -156,7 +168,7 @@ export class GenerationCache<K, V> {
     const e = this.entries.get(key);
     if (!e) return undefined;
     if (e.generation !== this.generations.current(this.name)) {
-      this.entries.delete(key);
+      this.delete(key);
       return undefined;
     }
     return { value: e.value, expired: this.ttlMs > 0 && performance.now() > e.expires };
@@ -165,16 +177,30 @@ export class GenerationCache<K, V> {
   /** Stores value if nothing it was read from has changed since generation was taken. */
   set(key: K, value: V, generation: number): void {
     if (this.maxEntries === 0 || generation !== this.generations.current(this.name)) return;
-    if (this.entries.size >= this.maxEntries && !this.entries.has(key)) this.entries.delete(this.entries.keys().next().value as K);
-    this.entries.set(key, { value, generation, expires: this.ttlMs > 0 ? performance.now() + this.ttlMs * (1 - Math.random() * this.ttlJitter) : 0 });
+    const bytes = this.budget ? this.budget.sizeOf(value) : 0;
+    if (this.budget && bytes > this.budget.maxBytes) return;
+    this.delete(key);
+    while (this.entries.size > 0 && (this.entries.size >= this.maxEntries || (this.budget && this.bytes + bytes > this.budget.maxBytes))) {
+      this.delete(this.entries.keys().next().value as K);
+    }
+    this.entries.set(key, { value, generation, expires: this.ttlMs > 0 ? performance.now() + this.ttlMs * (1 - Math.random() * this.ttlJitter) : 0, bytes });
+    this.bytes += bytes;
   }
 
   delete(key: K): void {
+    const e = this.entries.get(key);
+    if (!e) return;
     this.entries.delete(key);
+    this.bytes -= e.bytes;
   }
 
   get size(): number {
     return this.entries.size;
+  }
+
+  /** What the entries weigh together by the budget's sizeOf (0 without a budget). */
+  get weight(): number {
+    return this.bytes;
   }
 }
 

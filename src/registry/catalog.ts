@@ -106,8 +106,11 @@ export async function readableModule(deps: Deps, p: Principal | null, namespace:
   return module;
 }
 
+/** The columns of a version its detail shows; each one's change moves the registry generation (migrations/0017). */
+export type DetailVersion = Pick<VersionRow, 'version' | 'description' | 'published_at' | 'contents'>;
+
 export interface VersionDetail {
-  version: VersionRow;
+  version: DetailVersion;
   /** Published versions, newest first. */
   versions: string[];
   /** The same versions' dates and descriptions, newest first. */
@@ -117,24 +120,64 @@ export interface VersionDetail {
   downloads: number;
 }
 
-/** One published version of a readable module, with what the protocol's ModuleDetail carries. */
-export async function publishedVersion(deps: Deps, m: ModuleWithOrg, version: string): Promise<VersionDetail> {
+/** A version's detail but its download total, which is read on every request. */
+type CachedDetail = Readonly<Omit<VersionDetail, 'downloads'>>;
+
+/**
+ * What the version details cached on an instance may weigh together: a version's contents (its
+ * inputs, outputs, resources, submodules and examples) can run to megabytes, so this cache is
+ * bounded by size as well as by TERRACE_CACHE_MAX_ENTRIES.
+ */
+export const DETAIL_CACHE_BYTES = 64 * 1024 * 1024;
+
+/** About what a cached detail holds, in bytes (string lengths and a little for each object). */
+function detailSize(d: CachedDetail | null): number {
+  if (!d) return 64;
+  let n = 256 + (d.version.contents?.length ?? 0) + (d.version.description?.length ?? 0);
+  for (const v of d.published) n += 96 + v.version.length + (v.description?.length ?? 0);
+  for (const p of d.providers) n += 32 + p.length;
+  return n;
+}
+
+/**
+ * Version details (null: no such published version) by module id and version, under the
+ * registry generation: a publish, a deletion or a rename shows at once, and on other instances
+ * within TERRACE_CACHE_SYNC_MS.
+ */
+const detailCache = perServer(
+  (deps: Deps) => new GenerationCache<string, CachedDetail | null>(deps.generations, 'registry', deps.config.cacheMaxEntries, 0, 0, { maxBytes: DETAIL_CACHE_BYTES, sizeOf: detailSize }),
+);
+
+async function readDetail(deps: Deps, m: ModuleWithOrg, version: string): Promise<CachedDetail | null> {
   const row = await getVersion(deps.db, m.id, version);
-  if (!row || row.status !== 'ok') throw notFound(`version ${version} of ${m.namespace}/${m.name}/${m.provider} not found`);
-  const [siblings, ok, downloads] = await Promise.all([
-    findModulesByName(deps.db, m.namespace, m.name),
-    listVersions(deps.db, m.id, 'ok', LISTING_COLUMNS),
-    moduleTotals(deps, [m.id]),
-  ]);
+  if (!row || row.status !== 'ok') return null;
+  const [siblings, ok] = await Promise.all([findModulesByName(deps.db, m.namespace, m.name), listVersions(deps.db, m.id, 'ok', LISTING_COLUMNS)]);
   const versions = sortVersionsDesc(ok.map((v) => v.version));
   const byVersion = new Map(ok.map((v) => [v.version, v]));
-  return {
-    version: row,
-    versions,
-    published: versions.map((v) => byVersion.get(v)!),
-    providers: siblings.filter((s) => s.latest_version !== null).map((s) => s.provider),
-    downloads: downloads.get(m.id) ?? 0,
-  };
+  return Object.freeze({
+    version: Object.freeze({ version: row.version, description: row.description, published_at: row.published_at, contents: row.contents }),
+    versions: Object.freeze(versions) as string[],
+    published: Object.freeze(versions.map((v) => Object.freeze(byVersion.get(v)!))) as PublishedListing[],
+    providers: Object.freeze(siblings.filter((s) => s.latest_version !== null).map((s) => s.provider)) as string[],
+  });
+}
+
+/**
+ * One published version of a readable module, with what the protocol's ModuleDetail carries:
+ * from the cache but its download total. What it returns is shared: read it, do not change it.
+ */
+export async function publishedVersion(deps: Deps, m: ModuleWithOrg, version: string): Promise<VersionDetail> {
+  const cache = detailCache(deps);
+  const key = `${m.id}\u0000${version}`;
+  let detail = cache.get(key);
+  if (detail === undefined) {
+    const generation = cache.generation();
+    detail = await readDetail(deps, m, version);
+    cache.set(key, detail, generation);
+  }
+  if (!detail) throw notFound(`version ${version} of ${m.namespace}/${m.name}/${m.provider} not found`);
+  const downloads = await moduleTotals(deps, [m.id]);
+  return { ...detail, downloads: downloads.get(m.id) ?? 0 };
 }
 
 /**

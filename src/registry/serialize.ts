@@ -45,7 +45,7 @@ export function protocolModule(m: ModuleWithOrg, latest: Pick<VersionRow, 'versi
 /** ModuleDetail: Module plus root, submodules, examples, providers and versions. */
 export function protocolModuleDetail(
   m: ModuleWithOrg,
-  version: VersionRow,
+  version: Pick<VersionRow, 'version' | 'description' | 'published_at' | 'contents'>,
   downloads: number,
   providers: string[],
   versions: string[],

@@ -242,6 +242,44 @@ describe('on the instance that made the change, at once', () => {
       expect(latest.json.version).toBe('1.1.0');
     });
 
+    it("a version's detail shows publishes, a sibling provider and deletions at once, and its download total on every request", async () => {
+      const detail = async (path: string) => {
+        const r = await t.api('GET', path, { token: reader.token });
+        expect(r.status, path).toBe(200);
+        return r.json;
+      };
+      await publish(t, 'reg', 'detail', 'aws', '1.0.0');
+      const v1 = '/v1/modules/reg/detail/aws/1.0.0';
+      const latest = '/v1/modules/reg/detail/aws';
+      await warm(t, v1, reader.token, 200);
+      await warm(t, latest, reader.token, 200);
+      await warm(t, '/v1/modules/reg/detail/aws/2.0.0', reader.token, 404);
+      const before = await detail(v1);
+      expect(before).toMatchObject({ version: '1.0.0', versions: ['1.0.0'], providers: ['aws'] });
+
+      expect(await status(t, downloadPath('reg', 'detail', '1.0.0'), reader.token)).toBe(204);
+      expect((await detail(v1)).downloads).toBe(before.downloads + 1);
+      expect((await detail(latest)).downloads).toBe(before.downloads + 1);
+
+      await publish(t, 'reg', 'detail', 'aws', '1.1.0');
+      expect(await detail(latest)).toMatchObject({ id: 'reg/detail/aws/1.1.0', version: '1.1.0', versions: ['1.1.0', '1.0.0'] });
+      expect((await detail(v1)).versions).toEqual(['1.1.0', '1.0.0']);
+      await publish(t, 'reg', 'detail', 'aws', '2.0.0');
+      expect((await detail('/v1/modules/reg/detail/aws/2.0.0')).version).toBe('2.0.0');
+
+      await publish(t, 'reg', 'detail', 'azurerm', '1.0.0');
+      expect((await detail(v1)).providers.sort()).toEqual(['aws', 'azurerm']);
+
+      expect((await t.api('DELETE', '/api/v2/organizations/reg/registry-modules/private/reg/detail/aws/2.0.0')).status).toBe(204);
+      const gone = await t.api('GET', '/v1/modules/reg/detail/aws/2.0.0', { token: reader.token });
+      expect(gone.status).toBe(404);
+      expect(gone.json).toEqual({ errors: ['version 2.0.0 of reg/detail/aws not found'] });
+      expect(await detail(latest)).toMatchObject({ version: '1.1.0', versions: ['1.1.0', '1.0.0'] });
+      // Everything but the counted total is as it was first rendered.
+      const after = await detail(v1);
+      expect({ ...after, versions: before.versions, providers: before.providers }).toEqual({ ...before, downloads: before.downloads + 1 });
+    });
+
     it('a new module is found as soon as it is published', async () => {
       await warm(t, versionsPath('reg', 'fresh'), reader.token, 404);
       await publish(t, 'reg', 'fresh', 'aws', '0.1.0');
@@ -387,6 +425,17 @@ describe('other instances, within the sync bound', () => {
     await eventually(async () => ((await status(b, downloadPath('multi', 'net', '1.1.0'), b.adminToken)) === 404) || undefined, "B to refuse the deleted version's download", DEADLINE_MS);
     await eventually(async () => (!(await listedVersions(b, 'multi', 'net')).includes('1.1.0')) || undefined, 'B to stop listing the deleted version', DEADLINE_MS);
     expect(await listedVersions(b, 'multi', 'net')).toEqual(['1.0.0', '1.2.0']);
+  });
+
+  it("a version published on one instance shows in the other's cached detail", async () => {
+    await publish(a, 'multi', 'detailed', 'aws', '1.0.0');
+    await warm(b, '/v1/modules/multi/detailed/aws/1.0.0', b.adminToken, 200);
+    await warm(b, '/v1/modules/multi/detailed/aws/1.1.0', b.adminToken, 404);
+    await publish(a, 'multi', 'detailed', 'aws', '1.1.0');
+    const versions = async () => (await b.api('GET', '/v1/modules/multi/detailed/aws/1.0.0')).json.versions as string[];
+    await eventually(async () => ((await versions()).includes('1.1.0')) || undefined, "B's detail to list 1.1.0", DEADLINE_MS);
+    expect(await versions()).toEqual(['1.1.0', '1.0.0']);
+    expect(await status(b, '/v1/modules/multi/detailed/aws/1.1.0', b.adminToken)).toBe(200);
   });
 
   it('a token row deleted straight in the store stops working on every instance', async () => {
