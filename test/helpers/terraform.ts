@@ -1,6 +1,3 @@
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { hasCommand, runProcess, type CliResult } from './cli.js';
 import { startTestServer, type TestServer } from './server.js';
 import { selfSignedCertificate, terraformCliEnv } from './terraform-cli.js';
@@ -40,42 +37,4 @@ export function terraformEnv(dir: string, host: string, t: TestServer, token: st
 /** Runs terraform in cwd with input on stdin (answers to its prompts); a non-zero exit is returned, not thrown. */
 export function terraform(args: string[], cwd: string, env: NodeJS.ProcessEnv, input = ''): Promise<CliResult> {
   return runProcess('terraform', args, { cwd, env, input, timeout: 120_000 });
-}
-
-/**
- * Runs fn while holding a lock shared by every test process on this machine: for what only one
- * may do at a time, such as `terraform login`, whose callback listener takes the first free port
- * of 10000-10010 on localhost (two at once can end up on the same port, one on IPv4 and one on
- * IPv6, and the browser reaches the wrong one). A lock left by a process that died is taken over.
- */
-export async function withMachineLock<T>(name: string, fn: () => Promise<T>, waitMs = 120_000): Promise<T> {
-  const dir = path.join(os.tmpdir(), `terrace-test-lock-${name}`);
-  const deadline = Date.now() + waitMs;
-  for (;;) {
-    try {
-      fs.mkdirSync(dir);
-      fs.writeFileSync(path.join(dir, 'pid'), String(process.pid));
-      break;
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-      const holder = Number(fs.readFileSync(path.join(dir, 'pid'), { encoding: 'utf8', flag: 'a+' }) || NaN);
-      if (Number.isInteger(holder) && !alive(holder)) fs.rmSync(dir, { recursive: true, force: true });
-      else if (Date.now() > deadline) throw new Error(`the ${name} lock (${dir}) was not free within ${waitMs} ms`);
-      else await new Promise((r) => setTimeout(r, 100));
-    }
-  }
-  try {
-    return await fn();
-  } finally {
-    fs.rmSync(dir, { recursive: true, force: true });
-  }
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
 }

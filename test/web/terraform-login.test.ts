@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chromiumAvailable, launchChromium } from '../helpers/browser.js';
 import { addMember, createOrganization, publish } from '../helpers/registry.js';
 import { createUserWithToken, tempDir, type TestServer } from '../helpers/server.js';
-import { startTlsServer, terraform, terraformAvailable, withMachineLock, withoutTlsVerification } from '../helpers/terraform.js';
+import { startTlsServer, terraform, terraformAvailable, withoutTlsVerification } from '../helpers/terraform.js';
 
 // The real `terraform login` against Terrace over HTTPS, its browser step driven by Chromium,
 // then `terraform init` with the token it stored. Skipped without terraform, openssl or chromium.
@@ -53,8 +53,7 @@ describe.runIf(available)('terraform login', () => {
     fs.rmSync(dir, { recursive: true, force: true });
   });
 
-  /** terraform login, its browser step driven by Chromium: its exit code and output. */
-  async function login(): Promise<{ code: number; out: string }> {
+  it('stores a token the user approved in the browser, and terraform init uses it', async () => {
     const proc = spawn('terraform', ['login', '-no-color', HOST], { env, cwd: dir });
     let out = '';
     proc.stdout.on('data', (d) => (out += d));
@@ -62,49 +61,37 @@ describe.runIf(available)('terraform login', () => {
     const exited = new Promise<number>((resolve) => proc.on('close', (code) => resolve(code ?? -1)));
     proc.stdin.write('yes\n');
 
-    try {
-      const url = await new Promise<string>((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error(`terraform login showed no URL: ${out}`)), WAIT_MS);
-        const look = setInterval(() => {
-          const m = /(https:\/\/\S+\/app\/oauth\/authorize\?\S+)/.exec(out);
-          if (m) {
-            clearInterval(look);
-            clearTimeout(timer);
-            resolve(m[1]!);
-          }
-        }, 50);
-      });
-      const query = new URL(url).searchParams;
-      expect(query.get('client_id')).toBe('terraform-cli');
-      expect(query.get('code_challenge_method')).toBe('S256');
-      expect(query.get('redirect_uri')).toMatch(/^http:\/\/localhost:100(0\d|10)\/login$/);
+    const url = await new Promise<string>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`terraform login showed no URL: ${out}`)), WAIT_MS);
+      const look = setInterval(() => {
+        const m = /(https:\/\/\S+\/app\/oauth\/authorize\?\S+)/.exec(out);
+        if (m) {
+          clearInterval(look);
+          clearTimeout(timer);
+          resolve(m[1]!);
+        }
+      }, 50);
+    });
+    const query = new URL(url).searchParams;
+    expect(query.get('client_id')).toBe('terraform-cli');
+    expect(query.get('code_challenge_method')).toBe('S256');
+    expect(query.get('redirect_uri')).toMatch(/^http:\/\/localhost:100(0\d|10)\/login$/);
 
-      const chromium = await launchChromium();
-      try {
-        const context = await chromium.browser.newContext({ ignoreHTTPSErrors: true });
-        const page = await context.newPage();
-        await page.goto(url);
-        await page.getByLabel('API token').fill(user.token);
-        await page.getByRole('button', { name: 'Sign in' }).click();
-        await page.getByRole('heading', { name: 'Authorize Terraform' }).waitFor();
-        await page.getByRole('button', { name: 'Approve' }).click();
-        await page.waitForURL(/^http:\/\/localhost:100\d\d\/login/);
-      } finally {
-        await chromium.close();
-      }
-    } catch (err) {
-      // Its listener must not outlive the test holding the lock.
-      proc.kill();
-      throw err;
+    const chromium = await launchChromium();
+    try {
+      const context = await chromium.browser.newContext({ ignoreHTTPSErrors: true });
+      const page = await context.newPage();
+      await page.goto(url);
+      await page.getByLabel('API token').fill(user.token);
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.getByRole('heading', { name: 'Authorize Terraform' }).waitFor();
+      await page.getByRole('button', { name: 'Approve' }).click();
+      await page.waitForURL(/^http:\/\/localhost:100\d\d\/login/);
+    } finally {
+      await chromium.close();
     }
     const code = await Promise.race([exited, new Promise<number>((r) => setTimeout(() => r(-2), WAIT_MS))]);
     if (code === -2) proc.kill();
-    return { code, out };
-  }
-
-  it('stores a token the user approved in the browser, and terraform init uses it', async () => {
-    // One login at a time on the machine (the other store's project runs this file too).
-    const { code, out } = await withMachineLock('terraform-login', login);
     expect(code, out).toBe(0);
 
     const stored = JSON.parse(fs.readFileSync(path.join(dir, '.terraform.d', 'credentials.tfrc.json'), 'utf8'));
