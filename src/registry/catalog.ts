@@ -19,6 +19,7 @@ import {
   listVersions,
   summaryWindows,
   totalDownloads,
+  type DetailVersion,
   type DownloadSummary,
   type LatestVersion,
   type ModuleWithOrg,
@@ -106,9 +107,6 @@ export async function readableModule(deps: Deps, p: Principal | null, namespace:
   return module;
 }
 
-/** The columns of a version its detail shows; each one's change moves the registry generation (migrations/0017). */
-export type DetailVersion = Pick<VersionRow, 'version' | 'description' | 'published_at' | 'contents'>;
-
 export interface VersionDetail {
   version: DetailVersion;
   /** Published versions, newest first. */
@@ -128,7 +126,7 @@ type CachedDetail = Readonly<Omit<VersionDetail, 'downloads'>>;
  * inputs, outputs, resources, submodules and examples) can run to megabytes, so this cache is
  * bounded by size as well as by TERRACE_CACHE_MAX_ENTRIES.
  */
-export const DETAIL_CACHE_BYTES = 64 * 1024 * 1024;
+const DETAIL_CACHE_BYTES = 64 * 1024 * 1024;
 
 /** About what a cached detail holds, in bytes (string lengths and a little for each object). */
 function detailSize(d: CachedDetail | null): number {

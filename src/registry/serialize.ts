@@ -1,6 +1,6 @@
 import type { ResourceObject } from '../http/jsonapi.js';
 import type { ModulePublisherView } from './hooks.js';
-import { parseContents, type ModuleWithOrg, type VersionRow } from './store.js';
+import { parseContents, type DetailVersion, type ModuleWithOrg, type VersionRow } from './store.js';
 
 function parseWarnings(v: VersionRow): string[] {
   try {
@@ -45,7 +45,7 @@ export function protocolModule(m: ModuleWithOrg, latest: Pick<VersionRow, 'versi
 /** ModuleDetail: Module plus root, submodules, examples, providers and versions. */
 export function protocolModuleDetail(
   m: ModuleWithOrg,
-  version: Pick<VersionRow, 'version' | 'description' | 'published_at' | 'contents'>,
+  version: DetailVersion,
   downloads: number,
   providers: string[],
   versions: string[],

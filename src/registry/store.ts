@@ -156,6 +156,9 @@ export async function listVersions(db: Queryable, moduleId: string, status?: Ver
 export const LISTING_COLUMNS = ['version', 'description', 'published_at'] as const;
 export type PublishedListing = Pick<VersionRow, (typeof LISTING_COLUMNS)[number]>;
 
+/** The columns of a version its detail shows; each one's change moves the registry generation (migrations/0017). */
+export type DetailVersion = Pick<VersionRow, 'version' | 'description' | 'published_at' | 'contents'>;
+
 /** Versions of many modules at once, keyed by module id (for detail and list rendering). */
 export type LatestVersion = Pick<VersionRow, 'module_id' | 'version' | 'description' | 'published_at'>;
 

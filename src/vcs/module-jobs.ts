@@ -10,7 +10,7 @@ import { archiveCommit, GitError, listTags, repositoryUrl, resolveBranch, type G
 import { JOB } from './module-jobs-kinds.js';
 import { eventFor, moduleAddress, queueClone, webhookSecret, webhookUrl } from './module-service.js';
 import { tagVersion } from './module-settings.js';
-import { getVcsModule, purgeDeliveries, tagModulesAfter, updateVcsModuleRow, updateVcsModuleRowIfConnected, vcsModulesOfToken, type VcsModuleRow } from './module-store.js';
+import { getVcsModule, purgeDeliveries, tagModulesAfter, updateVcsModuleRow, vcsModulesOfToken, type VcsModuleRow } from './module-store.js';
 import { deleteWebhook, ProviderError, registerWebhook } from './provider.js';
 import { connectionForToken, recordVcsEvent, type VcsConnection } from './service.js';
 
@@ -110,7 +110,7 @@ const setup: JobHandler = async (deps, payload) => {
     }
     if (!sha) return setupFailed(deps, row, module, `branch ${row.branch} does not exist in ${row.identifier}`, 'set vcs-repo.branch to an existing branch with PATCH');
     const connected = await inTransaction(deps.db, async (tx) => {
-      if (!(await updateVcsModuleRowIfConnected(tx, row.module_id, conn.oauthTokenId, { status: 'setup_complete', status_error: null, updated_at: now(deps) }))) return false;
+      if (!(await updateVcsModuleRow(tx, row.module_id, { status: 'setup_complete', status_error: null, updated_at: now(deps) }, conn.oauthTokenId))) return false;
       await queueClone(tx, deps, row.module_id, initialVersion, sha);
       return true;
     });
@@ -155,7 +155,7 @@ async function scanTags(deps: Deps, row: VcsModuleRow, module: ModuleWithOrg, co
     const existing = new Map((await listVersions(tx, row.module_id)).map((v) => [v.version, v.status]));
     const status = existing.size > 0 || wanted.size > 0 ? 'setup_complete' : 'no_version_tags';
     // First, so that a token deleted meanwhile (whose hook left the module setup_failed) wins.
-    if (!(await updateVcsModuleRowIfConnected(tx, row.module_id, conn.oauthTokenId, { status, status_error: null, updated_at: now(deps) }))) return null;
+    if (!(await updateVcsModuleRow(tx, row.module_id, { status, status_error: null, updated_at: now(deps) }, conn.oauthTokenId))) return null;
     const inAttempt: string[] = [];
     for (const [version, t] of wanted) {
       const versionStatus = existing.get(version);

@@ -25,16 +25,14 @@ export async function vcsModulesOfToken(db: Queryable, oauthTokenId: string): Pr
   return db.selectFrom('vcs_modules').selectAll().where('oauth_token_id', '=', oauthTokenId).execute();
 }
 
-export async function updateVcsModuleRow(db: Queryable, moduleId: string, set: Updateable<VcsModulesTable>): Promise<void> {
-  await db.updateTable('vcs_modules').set(set).where('module_id', '=', moduleId).execute();
-}
-
 /**
- * Updates a module's row only while it is still connected through oauthTokenId; false when
- * it no longer is (its token was deleted or replaced after the caller read the row).
+ * Updates a module's row. With onlyWhileConnectedTo, only while the row still holds that OAuth
+ * token: false when it no longer does (deleted or replaced after the caller read the row).
  */
-export async function updateVcsModuleRowIfConnected(db: Queryable, moduleId: string, oauthTokenId: string, set: Updateable<VcsModulesTable>): Promise<boolean> {
-  const r = await db.updateTable('vcs_modules').set(set).where('module_id', '=', moduleId).where('oauth_token_id', '=', oauthTokenId).executeTakeFirst();
+export async function updateVcsModuleRow(db: Queryable, moduleId: string, set: Updateable<VcsModulesTable>, onlyWhileConnectedTo?: string): Promise<boolean> {
+  let q = db.updateTable('vcs_modules').set(set).where('module_id', '=', moduleId);
+  if (onlyWhileConnectedTo !== undefined) q = q.where('oauth_token_id', '=', onlyWhileConnectedTo);
+  const r = await q.executeTakeFirst();
   return Number(r.numUpdatedRows) === 1;
 }
 
