@@ -34,6 +34,27 @@ export async function launchChromium(): Promise<{ browser: Browser; close(): Pro
   };
 }
 
+/**
+ * The browser step of a CLI login (terraform login, terrace login): opens the authorization URL
+ * the CLI printed, signs in with token, approves, and waits for the CLI's localhost callback.
+ * Returns the text of the page the callback answered with.
+ */
+export async function approveCliLogin(url: string, token: string): Promise<string> {
+  const chromium = await launchChromium();
+  try {
+    const page = await (await chromium.browser.newContext({ ignoreHTTPSErrors: true })).newPage();
+    await page.goto(url);
+    await page.getByLabel('API token').fill(token);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('heading', { name: 'Authorize Terraform' }).waitFor();
+    await page.getByRole('button', { name: 'Approve' }).click();
+    await page.waitForURL(/^http:\/\/localhost:100\d\d\/login/);
+    return (await page.textContent('body')) ?? '';
+  } finally {
+    await chromium.close();
+  }
+}
+
 const AXE = fs.readFileSync(path.join(path.dirname(fileURLToPath(import.meta.url)), '..', '..', 'node_modules', 'axe-core', 'axe.min.js'), 'utf8');
 
 /** The WCAG 2 A and AA violations axe finds on the page, one line each; [] when it passes. */

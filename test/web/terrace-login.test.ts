@@ -2,7 +2,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { chromiumAvailable, launchChromium } from '../helpers/browser.js';
+import { approveCliLogin, chromiumAvailable } from '../helpers/browser.js';
 import { BIN, terrace, writeTree } from '../helpers/cli.js';
 import { accept, createOrg, createTeam, invite } from '../helpers/organizations.js';
 import { createUserWithToken, startTestServer, tempDir, type TestServer } from '../helpers/server.js';
@@ -51,19 +51,7 @@ describe.runIf(chromiumAvailable && hasScript)('terrace login against Terrace', 
     });
     expect(new URL(url).searchParams.get('code_challenge_method')).toBe('S256');
 
-    const chromium = await launchChromium();
-    try {
-      const page = await (await chromium.browser.newContext()).newPage();
-      await page.goto(url);
-      await page.getByLabel('API token').fill(user.token);
-      await page.getByRole('button', { name: 'Sign in' }).click();
-      await page.getByRole('heading', { name: 'Authorize Terraform' }).waitFor();
-      await page.getByRole('button', { name: 'Approve' }).click();
-      await page.waitForURL(/^http:\/\/localhost:100\d\d\/login/);
-      expect(await page.textContent('body')).toContain('Terrace login complete');
-    } finally {
-      await chromium.close();
-    }
+    expect(await approveCliLogin(url, user.token)).toContain('Terrace login complete');
     const code = await Promise.race([exited, new Promise<number>((r) => setTimeout(() => r(-2), WAIT_MS))]);
     if (code === -2) child.kill();
     child.stdin.end();

@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { chromiumAvailable, launchChromium } from '../helpers/browser.js';
+import { approveCliLogin, chromiumAvailable } from '../helpers/browser.js';
 import { addMember, createOrganization, publish } from '../helpers/registry.js';
 import { createUserWithToken, tempDir, type TestServer } from '../helpers/server.js';
 import { startTlsServer, terraform, terraformAvailable, withoutTlsVerification } from '../helpers/terraform.js';
@@ -77,19 +77,7 @@ describe.runIf(available)('terraform login', () => {
     expect(query.get('code_challenge_method')).toBe('S256');
     expect(query.get('redirect_uri')).toMatch(/^http:\/\/localhost:100(0\d|10)\/login$/);
 
-    const chromium = await launchChromium();
-    try {
-      const context = await chromium.browser.newContext({ ignoreHTTPSErrors: true });
-      const page = await context.newPage();
-      await page.goto(url);
-      await page.getByLabel('API token').fill(user.token);
-      await page.getByRole('button', { name: 'Sign in' }).click();
-      await page.getByRole('heading', { name: 'Authorize Terraform' }).waitFor();
-      await page.getByRole('button', { name: 'Approve' }).click();
-      await page.waitForURL(/^http:\/\/localhost:100\d\d\/login/);
-    } finally {
-      await chromium.close();
-    }
+    await approveCliLogin(url, user.token);
     const code = await Promise.race([exited, new Promise<number>((r) => setTimeout(() => r(-2), WAIT_MS))]);
     if (code === -2) proc.kill();
     expect(code, out).toBe(0);
