@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
+import { GenerationCache } from '../db/generations.js';
 import type { Deps } from '../deps.js';
 import { presentedToken } from '../http/auth.js';
 import { cachedPrincipal, resolvePrincipal, type Principal } from '../identity/principal.js';
@@ -8,14 +9,56 @@ import { hashToken, isTaskAccessToken } from '../identity/tokens.js';
 import { loggablePath } from '../logger.js';
 import type { Metrics } from '../ops/metrics.js';
 import { cachedReadableOrganizationIds, readableModule } from './catalog.js';
-import { peekModule, versionsBody } from './cache.js';
-import { cachedDownloadLocation, downloadLocation, freshListPage } from './protocol.js';
+import { peekModule, versionsBody, type DownloadVersion } from './cache.js';
+import { cachedDownloadable, countedDownload, downloadLocation, freshListPage } from './protocol.js';
+import type { ModuleWithOrg } from './store.js';
 
 export type NodeListener = (req: IncomingMessage, res: ServerResponse) => void;
 
 const VERSIONS_ROUTE = '/v1/modules/:namespace/:name/:provider/versions';
 const DOWNLOAD_ROUTE = '/v1/modules/:namespace/:name/:provider/:version/download';
 const CLIENT_REQUEST_ID = /^[\w\-=]{1,255}$/;
+const AUTHORIZATION = /^authorization$/i;
+const X_REQUEST_ID = /^x-request-id$/i;
+
+/** What this path reads of a request's headers. */
+interface LeanHeaders {
+  authorization: string | undefined;
+  requestId: string | undefined;
+}
+
+/**
+ * The two headers read here, from the parser's raw list in one pass (IncomingMessage.headers
+ * builds an object of every header, each name lower-cased, on first use), as the app reads them:
+ * repeats joined with ", ". An X-Request-Id sent twice is then no valid id (a new one is made),
+ * and null when Authorization is sent twice: the app refuses that (a joined value is no bearer
+ * token), so it is left to the app.
+ */
+function leanHeaders(req: IncomingMessage): LeanHeaders | null {
+  const raw = req.rawHeaders;
+  let authorization: string | undefined;
+  let requestId: string | undefined;
+  let ids = 0;
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i]!;
+    if (name.length === 13 && AUTHORIZATION.test(name)) {
+      if (authorization !== undefined) return null;
+      authorization = raw[i + 1];
+    } else if (name.length === 12 && X_REQUEST_ID.test(name)) {
+      requestId = ids++ === 0 ? raw[i + 1] : undefined;
+    }
+  }
+  return { authorization, requestId };
+}
+
+/**
+ * What a version list or download URL, spelled exactly so, was last answered from here: its
+ * module and, for a download, the version. Who may read it is still decided on every request.
+ */
+interface KnownTarget {
+  module: ModuleWithOrg;
+  version?: DownloadVersion;
+}
 /**
  * The list routes' base without its slash. Only the protocol's own: under /api/ the app adds the
  * API's headers (rate limit, versions), so those pages stay the app's.
@@ -43,19 +86,20 @@ export function leanRegistryPath(deps: Deps, metrics: Metrics): (req: IncomingMe
    * on every request. The entry goes with its connection.
    */
   const lastAuthorization = new WeakMap<Socket, { header: string; hash: string }>();
+  /**
+   * Version list and download URLs already answered from the caches, by the request target as
+   * sent: a repeat is one lookup, without splitting the path or building the module's key. Under
+   * the registry generation, like the module and version caches its entries come from.
+   */
+  const known = new GenerationCache<string, KnownTarget>(deps.generations, 'registry', deps.config.cacheMaxEntries);
   const observeVersions = metrics.recorder('GET', VERSIONS_ROUTE, 200);
   const observeDownload = metrics.recorder('GET', DOWNLOAD_ROUTE, 204);
 
   /**
-   * Everything from the caches, without a single await: true if answered. Undefined anywhere
-   * (not cached, a token to touch, a presigned URL to make) leaves it to answer() below.
-   */
-  /**
    * The caller's principal from the caches: null for no token, undefined when only the app can
    * tell (a token not cached, due a touch, malformed or a run task's).
    */
-  function cachedCaller(req: IncomingMessage): Principal | null | undefined {
-    const header = req.headers.authorization;
+  function cachedCaller(req: IncomingMessage, header: string | undefined): Principal | null | undefined {
     const last = lastAuthorization.get(req.socket);
     if (last !== undefined && last.header === header) return cachedPrincipal(deps, last.hash);
     const token = presentedToken(header);
@@ -71,36 +115,47 @@ export function leanRegistryPath(deps: Deps, metrics: Metrics): (req: IncomingMe
    * answered. Undefined anywhere (not cached, a token to touch, a presigned URL to make) leaves it
    * to answer() below.
    */
-  function answerFromCache(req: IncomingMessage, res: ServerResponse, parts: string[], started: number): boolean {
-    const principal = cachedCaller(req);
+  function answerFromCache(req: IncomingMessage, res: ServerResponse, h: LeanHeaders, url: string, parts: string[], started: number): boolean {
+    const generation = known.generation();
+    const principal = cachedCaller(req, h.authorization);
     if (principal === undefined) return false;
     const orgs = cachedReadableOrganizationIds(deps, principal);
     const module = orgs && peekModule(deps, parts[3]!, parts[4]!, parts[5]!);
     if (!module || (orgs !== 'all' && !orgs!.includes(module.organization_id))) return false;
-    if (parts.length === 7) {
-      send(req, res, 200, observeVersions, started, versionsBody(module));
-      return true;
+    const target: KnownTarget = { module };
+    if (parts.length === 8) {
+      target.version = cachedDownloadable(deps, module, parts[6]!);
+      if (target.version === undefined) return false;
     }
-    const url = cachedDownloadLocation(deps, module, parts[6]!);
-    if (url === undefined) return false;
-    send(req, res, 204, observeDownload, started, undefined, url);
+    known.set(url, target, generation);
+    return answerKnown(req, res, h, target, started);
+  }
+
+  /** A URL answered before: true if answered again (the caller may read its module). */
+  function answerKnown(req: IncomingMessage, res: ServerResponse, h: LeanHeaders, target: KnownTarget, started: number): boolean {
+    const principal = cachedCaller(req, h.authorization);
+    if (principal === undefined) return false;
+    const orgs = cachedReadableOrganizationIds(deps, principal);
+    if (!orgs || (orgs !== 'all' && !orgs.includes(target.module.organization_id))) return false;
+    if (target.version === undefined) send(res, h, 200, observeVersions, started, versionsBody(target.module));
+    else send(res, h, 204, observeDownload, started, undefined, countedDownload(deps, target.module, target.version));
     return true;
   }
 
   /** A list or search page already rendered for callers who read what this one reads: true if answered. */
-  function listPageFromCache(req: IncomingMessage, res: ServerResponse, target: string, started: number): boolean {
-    const principal = cachedCaller(req);
+  function listPageFromCache(req: IncomingMessage, res: ServerResponse, h: LeanHeaders, target: string, started: number): boolean {
+    const principal = cachedCaller(req, h.authorization);
     if (principal === undefined) return false;
     const orgs = cachedReadableOrganizationIds(deps, principal);
     const page = orgs && freshListPage(deps, orgs, target);
     if (!page) return false;
-    send(req, res, 200, (seconds) => metrics.observe('GET', page.route, 200, seconds), started, page.body);
+    send(res, h, 200, (seconds) => metrics.observe('GET', page.route, 200, seconds), started, page.body);
     return true;
   }
 
-  function send(req: IncomingMessage, res: ServerResponse, status: number, observe: (seconds: number) => void, started: number, body?: Uint8Array, location?: string): void {
-    const supplied = req.headers['x-request-id'];
-    const requestId = typeof supplied === 'string' && CLIENT_REQUEST_ID.test(supplied) ? supplied : randomUUID();
+  function send(res: ServerResponse, h: LeanHeaders, status: number, observe: (seconds: number) => void, started: number, body?: Uint8Array, location?: string): void {
+    const supplied = h.requestId;
+    const requestId = supplied !== undefined && CLIENT_REQUEST_ID.test(supplied) ? supplied : randomUUID();
     if (body) {
       res.writeHead(status, { 'Content-Type': 'application/json', 'Content-Length': body.byteLength, 'X-Request-Id': requestId });
       res.end(body);
@@ -111,12 +166,12 @@ export function leanRegistryPath(deps: Deps, metrics: Metrics): (req: IncomingMe
     const seconds = (performance.now() - started) / 1000;
     observe(seconds);
     if (log.isLevelEnabled('info')) {
-      log.info({ reqId: requestId, method: 'GET', path: loggablePath(req.url!), status, ms: Math.round(seconds * 10_000) / 10 }, 'request');
+      log.info({ reqId: requestId, method: 'GET', path: loggablePath(res.req.url!), status, ms: Math.round(seconds * 10_000) / 10 }, 'request');
     }
   }
 
-  async function answer(req: IncomingMessage, res: ServerResponse, parts: string[], started: number): Promise<boolean> {
-    const token = presentedToken(req.headers.authorization);
+  async function answer(res: ServerResponse, h: LeanHeaders, parts: string[], started: number): Promise<boolean> {
+    const token = presentedToken(h.authorization);
     let principal = null;
     if (token === undefined || (token !== null && isTaskAccessToken(token))) return false;
     if (token !== null) {
@@ -127,10 +182,10 @@ export function leanRegistryPath(deps: Deps, metrics: Metrics): (req: IncomingMe
     }
     const module = await readableModule(deps, principal, parts[3]!, parts[4]!, parts[5]!);
     if (parts.length === 7) {
-      send(req, res, 200, observeVersions, started, versionsBody(module));
+      send(res, h, 200, observeVersions, started, versionsBody(module));
     } else {
       const url = await downloadLocation(deps, module, parts[6]!, true);
-      send(req, res, 204, observeDownload, started, undefined, url);
+      send(res, h, 204, observeDownload, started, undefined, url);
     }
     return true;
   }
@@ -149,6 +204,14 @@ export function leanRegistryPath(deps: Deps, metrics: Metrics): (req: IncomingMe
     const url = req.url;
     if (req.method !== 'GET' || url === undefined || !url.startsWith(LIST_BASE)) return app(req, res);
     const started = performance.now();
+    const h = leanHeaders(req);
+    if (h === null) return app(req, res);
+    try {
+      const target = known.get(url);
+      if (target !== undefined && answerKnown(req, res, h, target, started)) return;
+    } catch (err) {
+      if (res.headersSent) return log.error({ err }, 'the registry lean path failed after answering');
+    }
     const parts = url.split('/');
     const last = parts[parts.length - 1];
     // The version list and download paths spelled the one way Terraform spells them: no query,
@@ -157,18 +220,18 @@ export function leanRegistryPath(deps: Deps, metrics: Metrics): (req: IncomingMe
     if (!registryCall) {
       // A page rendered before for the same target: any other spelling is a miss, which the app answers.
       try {
-        if (isListTarget(url) && listPageFromCache(req, res, url, started)) return;
+        if (isListTarget(url) && listPageFromCache(req, res, h, url, started)) return;
       } catch (err) {
         if (res.headersSent) return log.error({ err }, 'the registry lean path failed after answering');
       }
       return app(req, res);
     }
     try {
-      if (answerFromCache(req, res, parts, started)) return;
+      if (answerFromCache(req, res, h, url, parts, started)) return;
     } catch (err) {
       if (res.headersSent) return log.error({ err }, 'the registry lean path failed after answering');
     }
-    answer(req, res, parts, started).then(
+    answer(res, h, parts, started).then(
       (answered) => {
         if (!answered) app(req, res);
       },

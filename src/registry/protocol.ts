@@ -11,7 +11,7 @@ import { archiveUrlFor, signedArchiveUrl, signsArchiveUrls } from './archive-url
 import { findModules, moduleDownloadSummary, publishedVersion, readableModule, readableOrganizationIds, withCurrentTotals, type ModuleFilter, type ModuleSummary } from './catalog.js';
 import { normalizeRequestedVersion } from './names.js';
 import { protocolModule, protocolModuleDetail } from './serialize.js';
-import { cachedDownloadVersion, peekDownloadVersion, versionsBody } from './cache.js';
+import { cachedDownloadVersion, peekDownloadVersion, versionsBody, type DownloadVersion } from './cache.js';
 import type { ModuleWithOrg } from './store.js';
 
 const JSON_HEADERS = { 'Content-Type': 'application/json' };
@@ -110,14 +110,18 @@ export async function downloadLocation(deps: Deps, m: ModuleWithOrg, raw: string
 }
 
 /**
- * downloadLocation (counted) when everything it needs is cached and the URL is Terrace's own:
- * synchronous. Undefined when it is not, and then nothing was counted.
+ * The published version a download request names, when it is cached and its archive URL is
+ * Terrace's own to sign (countedDownload can then answer without an await). Undefined when not.
  */
-export function cachedDownloadLocation(deps: Deps, m: ModuleWithOrg, raw: string): string | undefined {
+export function cachedDownloadable(deps: Deps, m: ModuleWithOrg, raw: string): DownloadVersion | undefined {
   if (!signsArchiveUrls(deps)) return undefined;
   const version = normalizeRequestedVersion(raw);
   const row = version && peekDownloadVersion(deps, m.id, version);
-  if (!row || row.status !== 'ok') return undefined;
+  return row && row.status === 'ok' ? row : undefined;
+}
+
+/** downloadLocation, counted, for a version cachedDownloadable gave: synchronous. */
+export function countedDownload(deps: Deps, m: ModuleWithOrg, row: DownloadVersion): string {
   const url = signedArchiveUrl(deps, m, row);
   deps.downloads.countAt(m.id, deps.clock.now());
   return url;

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import http from 'node:http';
+import net from 'node:net';
 import { ManualClock } from '../../src/clock.js';
 import { addMember, createOrganization, publish } from '../helpers/registry.js';
 import { createUserWithToken, startTestServer, type TestServer } from '../helpers/server.js';
@@ -187,5 +188,70 @@ describe('version lists and download locations', () => {
     const before = await metricCount(route, status);
     for (let i = 0; i < 3; i++) expect((await t.api('GET', target, { token: member.token })).status).toBe(status);
     expect(await metricCount(route, status)).toBe(before + 3);
+  });
+});
+
+describe('the headers read, as the wire sends them', () => {
+  /**
+   * One raw HTTP/1.1 request (header names and repeats exactly as given, which fetch and
+   * http.request would normalise), answered on its own connection: status and headers.
+   */
+  function raw(target: string, headers: [string, string][]): Promise<{ status: number; headers: Map<string, string[]> }> {
+    const { hostname, port } = new URL(t.url);
+    return new Promise((resolve, reject) => {
+      const socket = net.connect(Number(port), hostname, () => {
+        socket.write(`GET ${target} HTTP/1.1\r\nHost: ${hostname}\r\nConnection: close\r\n${headers.map(([n, v]) => `${n}: ${v}\r\n`).join('')}\r\n`);
+      });
+      let text = '';
+      socket.setEncoding('latin1').on('data', (d: string) => (text += d));
+      socket.on('error', reject);
+      socket.on('end', () => {
+        const [head] = text.split('\r\n\r\n');
+        const [statusLine, ...lines] = head!.split('\r\n');
+        const map = new Map<string, string[]>();
+        for (const l of lines) {
+          const i = l.indexOf(':');
+          const name = l.slice(0, i).toLowerCase();
+          map.set(name, [...(map.get(name) ?? []), l.slice(i + 1).trim()]);
+        }
+        resolve({ status: Number(statusLine!.split(' ')[1]), headers: map });
+      });
+    });
+  }
+  const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+  const targets = ['/v1/modules/acme/vpc/aws/versions', '/v1/modules/acme/vpc/aws/1.0.0/download', '/v1/modules/search?q=vpc'];
+
+  it.each(targets)('%s: the token and request id whatever the names\' case, on the first answer and on the cached ones', async (target) => {
+    const answers = [];
+    for (const [auth, id] of [['Authorization', 'X-Request-Id'], ['AUTHORIZATION', 'x-request-id'], ['authorization', 'X-REQUEST-ID']] as const) {
+      answers.push(await raw(target, [[auth, `Bearer ${member.token}`], [id, `case-${auth}`]]));
+      expect(answers.at(-1)!.headers.get('x-request-id')).toEqual([`case-${auth}`]);
+    }
+    expect(new Set(answers.map((a) => a.status))).toEqual(new Set([target.endsWith('download') ? 204 : 200]));
+  });
+
+  it.each(targets)('%s: a request id sent twice is replaced, as the app replaces it; one that is not well formed as well', async (target) => {
+    for (let i = 0; i < 3; i++) {
+      const twice = await raw(target, [['Authorization', `Bearer ${member.token}`], ['X-Request-Id', 'first'], ['x-request-id', 'second']]);
+      expect(twice.status).toBeLessThan(300);
+      expect(twice.headers.get('x-request-id')![0]).toMatch(UUID);
+      const bad = await raw(target, [['Authorization', `Bearer ${member.token}`], ['X-Request-Id', 'has space']]);
+      expect(bad.headers.get('x-request-id')![0]).toMatch(UUID);
+    }
+  });
+
+  it.each(targets)('%s: two Authorization headers are refused (401) every time, whichever comes first', async (target) => {
+    for (let i = 0; i < 3; i++) {
+      for (const pair of [
+        [`Bearer ${member.token}`, 'Bearer nope'],
+        ['Bearer nope', `Bearer ${member.token}`],
+        [`Bearer ${member.token}`, `Bearer ${member.token}`],
+      ]) {
+        const r = await raw(target, [['Authorization', pair[0]!], ['authorization', pair[1]!]]);
+        expect(r.status, pair.join(' / ')).toBe(401);
+      }
+    }
+    // And one is answered again at once.
+    expect((await raw(target, [['Authorization', `Bearer ${member.token}`]])).status).toBeLessThan(300);
   });
 });
