@@ -80,7 +80,8 @@ const HELP = `usage: npm run bench -- [options]        (every option also reads 
   --quick                 1 round × 2 s, 1 s warm-up, one instance, no large upload, no terraform get
   --duration <s>          seconds measured per scenario and round (default 10; quick 2)
   --warmup <s>            warm-up seconds per scenario, first round only (default 3; quick 1)
-  --pair <s>              seconds of bare server measured right before each Terrace measurement, for
+  --pair <s>              seconds of bare server measured around each Terrace measurement (half right
+                          before it, half right after), for
                           its "vs bare" ratio (default half of --duration)
   --connections <n>       concurrent connections (default 50)
   --runs <n>              rounds; each figure is the median over rounds (default 3; quick 1)
@@ -123,7 +124,10 @@ interface Measure {
   scenario: Scenario;
   target: Target | null;
   runs: LoadResult[];
-  /** The bare server measured right before each of runs (same index), when pairing is on. */
+  /**
+   * The bare server measured around each of runs (same index): half the pair time right before
+   * it and half right after, their mean req/s as rps.
+   */
   baselines: LoadResult[];
 }
 
@@ -202,12 +206,15 @@ async function loadTarget(target: Target, spec: Omit<Parameters<typeof runLoad>[
 }
 
 /** Two significant digits, so small ratios do not all read 0.00. */
+/** The bare server's seconds on each side of a Terrace measurement (wrk takes whole seconds). */
+const halfPair = (pairSeconds: number) => Math.max(1, Math.round(pairSeconds / 2));
 const ratio = (x: number) => (x >= 0.1 ? x.toFixed(2) : x.toPrecision(2));
 const medianOf = (m: Measure | undefined, f: (r: LoadResult) => number) => (m ? median(m.runs.map(f)) : NaN);
 /**
  * A Terrace measurement's throughput as a share of the bare server's: the median over rounds of
- * each round's req/s over the bare server's measured right before it (the machine's speed drifts
- * by a third within a run; a baseline seconds away shares its state).
+ * each round's req/s over the bare server's measured around it, half right before and half right
+ * after (the machine's speed drifts by a third within a run, sometimes within a measurement: a
+ * baseline on both sides of it shares its state best).
  */
 function bareRatio(m: Measure): number {
   if (m.target === null) return 1;
@@ -296,7 +303,7 @@ function resultsMarkdown(
     '',
     ...ctx.started.map(({ label, proc }) => `- ${label}: ${secs(proc.startupMs)}` + (proc.rssAfter ? `, ${fmtMiB(proc.rssAfter)}` : '')),
     `- for reference, an empty SQLite data dir: ${secs(ctx.emptyStartupMs)} (node loading the server bundle and the store's first statements: start-up that does not depend on the registry)`,
-    `"vs bare": each round's req/s over the bare server's measured for ${ctx.pairSeconds} s right before it (median over rounds; "bare beside it" is the median of those). The bare row is its own measurement, once per round.`,
+    `"vs bare": each round's req/s over the bare server's measured around it, ${halfPair(ctx.pairSeconds)} s right before and ${halfPair(ctx.pairSeconds)} s right after (median over rounds; "bare beside it" is the median of those means). The bare row is its own measurement, once per round.`,
     '',
     markdownTable(
       ['scenario', 'store', 'conns', 'req/s (median)', 'vs bare', 'bare beside it', 'p50 ms', 'p90 ms', 'p99 ms', 'req/s per round', 'errors'],
@@ -496,7 +503,7 @@ async function main(): Promise<void> {
         const waited = Math.max(...(await Promise.all(all.map((pid) => waitIdle(pid)))));
         if (waited > 2000) log(`waited ${(waited / 1000).toFixed(1)} s for the servers to drain queued requests`);
       };
-      log(`${tool}: ${measures.length} measurements × ${runs} rounds × ${duration} s (+${warmup} s warm-up in round 1, each after ${pairSeconds} s of the bare server)`);
+      log(`${tool}: ${measures.length} measurements × ${runs} rounds × ${duration} s (+${warmup} s warm-up in round 1, each with ${halfPair(pairSeconds)} s of the bare server before and after it)`);
       for (let round = 1; round <= runs; round++) {
         for (const m of measures) {
           const spec = { paths: m.scenario.paths, headers: m.scenario.headers, connections: m.scenario.connections, tool, cpu: loadCpu };
@@ -512,15 +519,19 @@ async function main(): Promise<void> {
             await go(warmup);
             await settle();
           }
-          if (m.target) {
-            m.baselines.push(await runLoad({ ...spec, paths: built.bare.paths, headers: undefined, connections: built.bare.connections, baseUrl: bare!.url, durationSeconds: pairSeconds }));
-            await settle();
-          }
+          const bareLoad = () => runLoad({ ...spec, paths: built.bare.paths, headers: undefined, connections: built.bare.connections, baseUrl: bare!.url, durationSeconds: halfPair(pairSeconds) });
+          const before = m.target ? await bareLoad() : null;
+          if (before) await settle();
           const res = await go(duration);
           m.runs.push(res);
+          if (before) {
+            await settle();
+            const after = await bareLoad();
+            m.baselines.push({ ...before, rps: (before.rps + after.rps) / 2 });
+          }
           log(
             `round ${round}/${runs} ${m.scenario.id.padEnd(15)} ${(m.target?.label ?? '').padEnd(24)} ${fmtInt(res.rps).padStart(7)} req/s  p50 ${fmtMs(res.p50Ms)} ms  p99 ${fmtMs(res.p99Ms)} ms` +
-              (m.baselines.length === m.runs.length ? `  ${ratio(res.rps / m.baselines.at(-1)!.rps)} × bare (${fmtInt(m.baselines.at(-1)!.rps)} req/s just before)` : '') +
+              (m.baselines.length === m.runs.length ? `  ${ratio(res.rps / m.baselines.at(-1)!.rps)} × bare (${fmtInt(m.baselines.at(-1)!.rps)} req/s around it)` : '') +
               (res.failures ? `  ${res.failures} FAILED` : ''),
           );
         }
