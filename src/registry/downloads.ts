@@ -1,4 +1,4 @@
-import { inTransaction, type Db } from '../db/index.js';
+import type { Db } from '../db/index.js';
 import type { Logger } from '../logger.js';
 import { addDownloadCounts, type DownloadCount } from './store.js';
 
@@ -65,7 +65,12 @@ export class DownloadCounter {
     private readonly opts: DownloadCounterOptions,
   ) {
     this.maxKeys = opts.maxKeys ?? DEFAULT_MAX_PENDING_KEYS;
-    this.writer = (rows) => inTransaction(db, (tx) => addDownloadCounts(tx, rows));
+    // One statement, atomic on its own, so no transaction around it: on PostgreSQL it then runs
+    // at READ COMMITTED, where INSERT ... ON CONFLICT DO UPDATE adds to a row as another
+    // instance's flush left it, where SERIALIZABLE (inTransaction) would fail the whole batch on
+    // any row both flushes touched and write it all again. Rows go in sorted order (toRows), so
+    // two flushes lock their common rows in the same order and cannot deadlock.
+    this.writer = (rows) => addDownloadCounts(db, rows);
   }
 
   /** Starts the periodic flush. The timer never keeps the process alive by itself. */

@@ -161,6 +161,55 @@ describe('in one process', () => {
   });
 });
 
+describe('two instances flushing at once', () => {
+  const dataDir = tempDir();
+  const names = ['one', 'two', 'three', 'four', 'five', 'six'];
+  let ids: string[];
+
+  beforeAll(async () => {
+    const t = await startTestServer({}, { dataDir });
+    try {
+      await createOrganization(t, 'acme');
+      ids = [];
+      for (const name of names) {
+        await publish(t, 'acme', name, 'aws', '1.0.0');
+        ids.push((await summaryOf(t, name)).id);
+      }
+    } finally {
+      await t.close({ keepData: true });
+    }
+  });
+  afterAll(async () => {
+    await (await testDatabaseFor(dataDir))?.drop();
+  });
+
+  it('add up every count when their batches share rows: nothing lost, nothing doubled, nothing left pending', async () => {
+    const before = await written(dataDir);
+    // Two stores on one database, as two instances have: their flushes run concurrently.
+    const stores = [openTestStore(dataDir), openTestStore(dataDir)];
+    const { logger, lines } = capturingLogger('warn');
+    const counters = stores.map((s) => new DownloadCounter(s.db, logger, { flushMs: 60_000 }));
+    const rounds = 25;
+    try {
+      for (let round = 0; round < rounds; round++) {
+        // Every module in both batches, a different number of times each round and instance.
+        counters.forEach((c, k) => ids.forEach((id, i) => Array.from({ length: 1 + ((round + i + k) % 3) }, () => c.count(id, '2026-03-01'))));
+        await Promise.all(counters.map((c) => c.flush()));
+      }
+    } finally {
+      for (const s of stores) await s.close();
+    }
+    const after = await written(dataDir);
+    ids.forEach((id, i) => {
+      let expected = 0;
+      for (let round = 0; round < rounds; round++) for (let k = 0; k < 2; k++) expected += 1 + ((round + i + k) % 3);
+      expect(after.get(id), names[i]).toBe((before.get(id) ?? 0) + expected);
+    });
+    // No flush failed and was retried later: each wrote its whole batch the first time.
+    expect(lines.filter((l) => l.level >= LEVEL.warn)).toEqual([]);
+  });
+});
+
 describe('across processes', () => {
   const dataDir = tempDir();
   let moduleId: string;
