@@ -59,6 +59,8 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 30_000,
     pool: 'forks',
+    // Each test file's temp dirs (data dirs, homes) are removed after it.
+    setupFiles: ['./test/helpers/temp-dirs-setup.ts'],
     reporters: ['default', './test/summary-reporter.ts'],
     projects: [
       {

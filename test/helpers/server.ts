@@ -44,8 +44,18 @@ export function jsonOrUndefined(text: string): any {
   }
 }
 
+/** Every directory tempDir made in this test file's run, removed after its last hook (temp-dirs-setup.ts). */
+const madeDirs: string[] = [];
+
 export function tempDir(prefix = 'terrace-test-'): string {
-  return fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+  madeDirs.push(dir);
+  return dir;
+}
+
+/** Removes the directories tempDir made (a test file's servers are closed by then). */
+export function removeTempDirs(): void {
+  for (const dir of madeDirs.splice(0)) fs.rmSync(dir, { recursive: true, force: true, maxRetries: 3 });
 }
 
 /**
