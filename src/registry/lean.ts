@@ -111,17 +111,15 @@ export function leanRegistryPath(deps: Deps, metrics: Metrics): (req: IncomingMe
   }
 
   /**
-   * A version list or download location from the caches, without a single await: true if
-   * answered. Undefined anywhere (not cached, a token to touch, a presigned URL to make) leaves it
-   * to answer() below.
+   * A version list or download location from the caches, without a single await: the module (and
+   * version) the URL names is remembered under it, and answered as a known URL. False when
+   * anything is not cached (the module, the version, the caller; a token to touch, a presigned
+   * URL to make): answer() below then reads what it needs.
    */
   function answerFromCache(req: IncomingMessage, res: ServerResponse, h: LeanHeaders, url: string, parts: string[], started: number): boolean {
     const generation = known.generation();
-    const principal = cachedCaller(req, h.authorization);
-    if (principal === undefined) return false;
-    const orgs = cachedReadableOrganizationIds(deps, principal);
-    const module = orgs && peekModule(deps, parts[3]!, parts[4]!, parts[5]!);
-    if (!module || (orgs !== 'all' && !orgs!.includes(module.organization_id))) return false;
+    const module = peekModule(deps, parts[3]!, parts[4]!, parts[5]!);
+    if (!module) return false;
     const target: KnownTarget = { module };
     if (parts.length === 8) {
       target.version = cachedDownloadable(deps, module, parts[6]!);
