@@ -10,7 +10,7 @@ import { loggablePath } from '../logger.js';
 import type { Metrics } from '../ops/metrics.js';
 import { cachedReadableOrganizationIds, readableModule } from './catalog.js';
 import { peekModule, versionsBody, type DownloadVersion } from './cache.js';
-import { cachedDownloadable, countedDownload, downloadLocation, freshListPage } from './protocol.js';
+import { peekDownloadable, countedDownload, downloadLocation, freshListPage } from './protocol.js';
 import type { ModuleWithOrg } from './store.js';
 
 export type NodeListener = (req: IncomingMessage, res: ServerResponse) => void;
@@ -122,7 +122,7 @@ export function leanRegistryPath(deps: Deps, metrics: Metrics): (req: IncomingMe
     if (!module) return false;
     const target: KnownTarget = { module };
     if (parts.length === 8) {
-      target.version = cachedDownloadable(deps, module, parts[6]!);
+      target.version = peekDownloadable(deps, module, parts[6]!);
       if (target.version === undefined) return false;
     }
     known.set(url, target, generation);
@@ -204,30 +204,34 @@ export function leanRegistryPath(deps: Deps, metrics: Metrics): (req: IncomingMe
     const started = performance.now();
     const h = leanHeaders(req);
     if (h === null) return app(req, res);
+    const target = known.get(url);
     try {
-      const target = known.get(url);
       if (target !== undefined && answerKnown(req, res, h, target, started)) return;
     } catch (err) {
       if (res.headersSent) return log.error({ err }, 'the registry lean path failed after answering');
     }
     const parts = url.split('/');
-    const last = parts[parts.length - 1];
-    // The version list and download paths spelled the one way Terraform spells them: no query,
-    // no percent-encoding, no empty segment.
-    const registryCall = url.startsWith('/v1/modules/') && !url.includes('?') && !url.includes('%') && ((parts.length === 7 && last === 'versions') || (parts.length === 8 && last === 'download')) && !parts.includes('', 1);
-    if (!registryCall) {
-      // A page rendered before for the same target: any other spelling is a miss, which the app answers.
+    // A known URL is a version list or download spelled as below; its caller is not in the
+    // caches (answerKnown said so), so answer() reads them.
+    if (target === undefined) {
+      const last = parts[parts.length - 1];
+      // The version list and download paths spelled the one way Terraform spells them: no query,
+      // no percent-encoding, no empty segment.
+      const registryCall = url.startsWith('/v1/modules/') && !url.includes('?') && !url.includes('%') && ((parts.length === 7 && last === 'versions') || (parts.length === 8 && last === 'download')) && !parts.includes('', 1);
+      if (!registryCall) {
+        // A page rendered before for the same target: any other spelling is a miss, which the app answers.
+        try {
+          if (isListTarget(url) && listPageFromCache(req, res, h, url, started)) return;
+        } catch (err) {
+          if (res.headersSent) return log.error({ err }, 'the registry lean path failed after answering');
+        }
+        return app(req, res);
+      }
       try {
-        if (isListTarget(url) && listPageFromCache(req, res, h, url, started)) return;
+        if (answerFromCache(req, res, h, url, parts, started)) return;
       } catch (err) {
         if (res.headersSent) return log.error({ err }, 'the registry lean path failed after answering');
       }
-      return app(req, res);
-    }
-    try {
-      if (answerFromCache(req, res, h, url, parts, started)) return;
-    } catch (err) {
-      if (res.headersSent) return log.error({ err }, 'the registry lean path failed after answering');
     }
     answer(res, h, parts, started).then(
       (answered) => {

@@ -113,14 +113,14 @@ export async function downloadLocation(deps: Deps, m: ModuleWithOrg, raw: string
  * The published version a download request names, when it is cached and its archive URL is
  * Terrace's own to sign (countedDownload can then answer without an await). Undefined when not.
  */
-export function cachedDownloadable(deps: Deps, m: ModuleWithOrg, raw: string): DownloadVersion | undefined {
+export function peekDownloadable(deps: Deps, m: ModuleWithOrg, raw: string): DownloadVersion | undefined {
   if (!signsArchiveUrls(deps)) return undefined;
   const version = normalizeRequestedVersion(raw);
   const row = version && peekDownloadVersion(deps, m.id, version);
   return row && row.status === 'ok' ? row : undefined;
 }
 
-/** downloadLocation, counted, for a version cachedDownloadable gave: synchronous. */
+/** downloadLocation, counted, for a version peekDownloadable gave: synchronous. */
 export function countedDownload(deps: Deps, m: ModuleWithOrg, row: DownloadVersion): string {
   const url = signedArchiveUrl(deps, m, row);
   deps.downloads.countAt(m.id, deps.clock.now());
