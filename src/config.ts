@@ -94,6 +94,8 @@ export interface Config {
   retentionBatchSize: number;
   /** How long a job's claim holds before another runner may take over from a crashed holder. */
   jobLeaseSeconds: number;
+  /** Longest wait between job polls while nothing is due (ms). */
+  jobIdlePollMs: number;
   /** How often this instance reads the cache generations other instances bump: the bound on how stale its caches can be. */
   cacheSyncMs: number;
   /** Entries each in-memory cache (tokens, modules, search pages) holds at most; 0 turns the caches off. */
@@ -399,6 +401,7 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): Config 
     cacheMaxEntries: int(env, 'TERRACE_CACHE_MAX_ENTRIES', 50_000, 0, 10_000_000),
     listCacheTtlMs: int(env, 'TERRACE_LIST_CACHE_TTL_MS', 30_000, 100, 3_600_000),
     jobLeaseSeconds: int(env, 'TERRACE_JOB_LEASE_SECONDS', 60, 3, 3600),
+    jobIdlePollMs: int(env, 'TERRACE_JOB_IDLE_POLL_MS', 2000, 250, 60_000),
     maxStateBytes: int(env, 'TERRACE_MAX_STATE_BYTES', 64 * MiB, 1024, 4096 * MiB),
     maxConfigurationVersionBytes: int(env, 'TERRACE_MAX_CONFIGURATION_VERSION_BYTES', 512 * MiB, 1024, 64 * 1024 * MiB),
     maxPlanJsonBytes: int(env, 'TERRACE_MAX_PLAN_JSON_BYTES', 256 * MiB, 1024, 16 * 1024 * MiB),

@@ -87,7 +87,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   // runs here: only as its leased recurring job (registry.orphan-sweep), after the server listens.
   await repairDeadUploads(deps);
   registerDomainHooks();
-  const jobs = new JobRunner(deps, jobHandlers(), { recurring: recurringJobs(config), leaseMs: config.jobLeaseSeconds * 1000 });
+  const jobs = new JobRunner(deps, jobHandlers(), { recurring: recurringJobs(config), leaseMs: config.jobLeaseSeconds * 1000, idlePollMs: config.jobIdlePollMs });
   await jobs.ensureRecurring();
   if (config.jobsEnabled) jobs.start();
   downloads.start();
