@@ -10,7 +10,7 @@ import { loggablePath } from '../logger.js';
 import type { Metrics } from '../ops/metrics.js';
 import { cachedReadableOrganizationIds, readableModule } from './catalog.js';
 import { peekModule, versionsBody, type DownloadVersion } from './cache.js';
-import { peekDownloadable, countedDownload, downloadLocation, freshListPage } from './protocol.js';
+import { peekDownloadable, countedDownload, downloadLocation, cachedListPage } from './protocol.js';
 import type { ModuleWithOrg } from './store.js';
 
 export type NodeListener = (req: IncomingMessage, res: ServerResponse) => void;
@@ -94,6 +94,13 @@ export function leanRegistryPath(deps: Deps, metrics: Metrics): (req: IncomingMe
   const known = new GenerationCache<string, KnownTarget>(deps.generations, 'registry', deps.config.cacheMaxEntries);
   const observeVersions = metrics.recorder('GET', VERSIONS_ROUTE, 200);
   const observeDownload = metrics.recorder('GET', DOWNLOAD_ROUTE, 204);
+  /** The list routes' recorders, by route label (a handful: the list, search, a namespace, a name). */
+  const listRecorders = new Map<string, (seconds: number) => void>();
+  const observeList = (route: string) => {
+    let observe = listRecorders.get(route);
+    if (observe === undefined) listRecorders.set(route, (observe = metrics.recorder('GET', route, 200)));
+    return observe;
+  };
 
   /**
    * The caller's principal from the caches: null for no token, undefined when only the app can
@@ -140,14 +147,17 @@ export function leanRegistryPath(deps: Deps, metrics: Metrics): (req: IncomingMe
     return true;
   }
 
-  /** A list or search page already rendered for callers who read what this one reads: true if answered. */
+  /**
+   * A list or search page already rendered for callers who read what this one reads (one past its
+   * lifetime too, as the app would serve it: its totals are read again behind it): true if answered.
+   */
   function listPageFromCache(req: IncomingMessage, res: ServerResponse, h: LeanHeaders, target: string, started: number): boolean {
     const principal = cachedCaller(req, h.authorization);
     if (principal === undefined) return false;
     const orgs = cachedReadableOrganizationIds(deps, principal);
-    const page = orgs && freshListPage(deps, orgs, target);
+    const page = orgs && cachedListPage(deps, orgs, target);
     if (!page) return false;
-    send(res, h, 200, (seconds) => metrics.observe('GET', page.route, 200, seconds), started, page.body);
+    send(res, h, 200, observeList(page.route), started, page.body);
     return true;
   }
 

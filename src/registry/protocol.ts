@@ -19,13 +19,19 @@ const encoder = new TextEncoder();
 
 /**
  * A rendered page, the route it answers (the lean path times it under the same label) and what it
- * was rendered from, so its download totals can be read again without the search.
+ * was rendered from, so its download totals can be read again without the search or the request.
  */
 export interface Page {
   body: Uint8Array<ArrayBuffer>;
   route: string;
+  /** The page's meta as rendered (offsets and links depend on the request and the page's length, not on totals). */
+  meta: Record<string, unknown>;
   modules: readonly ModuleSummary[];
-  hasMore: boolean;
+}
+
+function renderPage(route: string, meta: Record<string, unknown>, modules: readonly ModuleSummary[]): Page {
+  const body = encoder.encode(JSON.stringify({ meta, modules: modules.map((s) => protocolModule(s.module, s.latest, s.downloads)) }));
+  return { body, route, meta, modules };
 }
 interface ListPages {
   pages: GenerationCache<string, Page>;
@@ -56,12 +62,26 @@ const listPages = perServer(
 const pageKey = (organizationIds: readonly string[] | 'all', target: string) => `${organizationIds === 'all' ? '*' : organizationIds.join(',')}\n${target}`;
 
 /**
- * The cached page for a list or search request if one is there and has not expired (the lean
- * path's answer; an expired page is the app's, which serves it and has it made again).
+ * The cached page for a list or search request, if one is there (under the current generation).
+ * Nothing in it changed but its download totals may be old: once its lifetime has passed it is
+ * served as it is while the same modules with their totals read again replace it behind it,
+ * without running the search again. Both the lean path and the app answer from here.
  */
-export function freshListPage(deps: Deps, organizationIds: readonly string[] | 'all', target: string): Page | undefined {
-  const hit = listPages(deps).pages.peek(pageKey(organizationIds, target));
-  return hit && !hit.expired ? hit.value : undefined;
+export function cachedListPage(deps: Deps, organizationIds: readonly string[] | 'all', target: string): Page | undefined {
+  const cache = listPages(deps);
+  const key = pageKey(organizationIds, target);
+  const hit = cache.pages.peek(key);
+  if (!hit) return undefined;
+  if (hit.expired) {
+    const generation = cache.pages.generation();
+    const { route, meta, modules } = hit.value;
+    refreshLater(deps, cache, key, async () => {
+      const page = renderPage(route, meta, await withCurrentTotals(deps, modules));
+      cache.pages.set(key, page, generation);
+      return page;
+    });
+  }
+  return hit.value;
 }
 
 /**
@@ -139,43 +159,20 @@ export function protocolRoutes(deps: Deps): Hono<AppEnv> {
     // Terrace has no partner verification: verified=true matches nothing, anything else all.
     if (q.get('verified') === 'true') return c.json({ meta: registryMeta(c, page, 0, false), modules: [] });
     // The same URL read by callers who may read the same organizations gets the same page.
-    const key = pageKey(organizationIds, requestTarget(c.req.url));
+    const target = requestTarget(c.req.url);
+    const cached = cachedListPage(deps, organizationIds, target);
+    if (cached) return c.body(cached.body, 200, JSON_HEADERS);
+    const key = pageKey(organizationIds, target);
     const route = routeLabel(c);
     const cache = listPages(deps);
     const principal = c.get('principal');
-    /** Renders and caches a page of these summaries, if the registry is still at generation. */
-    const store = (generation: number, modules: readonly ModuleSummary[], hasMore: boolean): Page => {
-      const rendered: Page = {
-        body: encoder.encode(
-          JSON.stringify({
-            meta: registryMeta(c, page, modules.length, hasMore),
-            modules: modules.map((s) => protocolModule(s.module, s.latest, s.downloads)),
-          }),
-        ),
-        route,
-        modules,
-        hasMore,
-      };
-      cache.pages.set(key, rendered, generation);
-      return rendered;
-    };
     const render = async () => {
       const generation = cache.pages.generation();
       const { modules, hasMore } = await findModules(deps, principal, { ...filter, provider }, page);
-      return store(generation, modules, hasMore);
+      const rendered = renderPage(route, registryMeta(c, page, modules.length, hasMore), modules);
+      cache.pages.set(key, rendered, generation);
+      return rendered;
     };
-    const cached = cache.pages.peek(key);
-    if (cached) {
-      // Nothing in it changed but its download totals may be old (peek returns only a page of
-      // the current generation): this request gets it as it is, and the same modules with their
-      // totals read again replace it behind it, without running the search again.
-      if (cached.expired) {
-        const generation = cache.pages.generation();
-        const { modules, hasMore } = cached.value;
-        refreshLater(deps, cache, key, async () => store(generation, await withCurrentTotals(deps, modules), hasMore));
-      }
-      return c.body(cached.value.body, 200, JSON_HEADERS);
-    }
     return c.body((await renderOnce(cache, key, render)).body, 200, JSON_HEADERS);
   }
 
