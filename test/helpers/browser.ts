@@ -36,10 +36,13 @@ export async function launchChromium(): Promise<{ browser: Browser; close(): Pro
 
 /**
  * The browser step of a CLI login (terraform login, terrace login): opens the authorization URL
- * the CLI printed, signs in with token, approves, and waits for the CLI's localhost callback.
- * Returns the text of the page the callback answered with.
+ * the CLI printed, signs in with token, approves, and waits until the browser has brought the code
+ * to the CLI's localhost callback. Returns the text of the page the callback answered with, or
+ * null when it answered none: Terraform closes its callback listener as soon as it has the code,
+ * at times before its answer is written (Chromium shows ERR_EMPTY_RESPONSE, and its retry is
+ * refused). The login goes on all the same; the CLI's exit and stored token tell whether it worked.
  */
-export async function approveCliLogin(url: string, token: string): Promise<string> {
+export async function approveCliLogin(url: string, token: string): Promise<string | null> {
   const chromium = await launchChromium();
   try {
     const page = await (await chromium.browser.newContext({ ignoreHTTPSErrors: true })).newPage();
@@ -47,8 +50,16 @@ export async function approveCliLogin(url: string, token: string): Promise<strin
     await page.getByLabel('API token').fill(token);
     await page.getByRole('button', { name: 'Sign in' }).click();
     await page.getByRole('heading', { name: 'Authorize Terraform' }).waitFor();
+    const callback = /^http:\/\/localhost:100\d\d\/login\?/;
+    const reached = page.waitForRequest(callback);
     await page.getByRole('button', { name: 'Approve' }).click();
-    await page.waitForURL(/^http:\/\/localhost:100\d\d\/login/);
+    await reached;
+    try {
+      await page.waitForURL(callback);
+    } catch (e) {
+      if (/ERR_EMPTY_RESPONSE|ERR_CONNECTION_REFUSED/.test(String(e))) return null;
+      throw e;
+    }
     return (await page.textContent('body')) ?? '';
   } finally {
     await chromium.close();
