@@ -68,11 +68,15 @@ const pageKey = (organizationIds: readonly string[] | 'all', target: string) => 
  * without running the search again. Both the lean path and the app answer from here.
  */
 export function cachedListPage(deps: Deps, organizationIds: readonly string[] | 'all', target: string): Page | undefined {
+  return cachedPage(deps, pageKey(organizationIds, target));
+}
+
+function cachedPage(deps: Deps, key: string): Page | undefined {
   const cache = listPages(deps);
-  const key = pageKey(organizationIds, target);
   const hit = cache.pages.peek(key);
   if (!hit) return undefined;
-  if (hit.expired) {
+  // Until its refresh lands, every request for an expired page comes here: one queues it.
+  if (hit.expired && !cache.refreshing.has(key) && !cache.rendering.has(key)) {
     const generation = cache.pages.generation();
     const { route, meta, modules } = hit.value;
     refreshLater(deps, cache, key, async () => {
@@ -159,10 +163,9 @@ export function protocolRoutes(deps: Deps): Hono<AppEnv> {
     // Terrace has no partner verification: verified=true matches nothing, anything else all.
     if (q.get('verified') === 'true') return c.json({ meta: registryMeta(c, page, 0, false), modules: [] });
     // The same URL read by callers who may read the same organizations gets the same page.
-    const target = requestTarget(c.req.url);
-    const cached = cachedListPage(deps, organizationIds, target);
+    const key = pageKey(organizationIds, requestTarget(c.req.url));
+    const cached = cachedPage(deps, key);
     if (cached) return c.body(cached.body, 200, JSON_HEADERS);
-    const key = pageKey(organizationIds, target);
     const route = routeLabel(c);
     const cache = listPages(deps);
     const principal = c.get('principal');
