@@ -78,7 +78,7 @@ export async function startServer(config: Config, opts: StartOptions = {}): Prom
   const generations = new Generations(store.db, logger, config.cacheSyncMs);
   await generations.sync();
   generations.start();
-  const downloads = new DownloadCounter(store.db, logger, { flushMs: config.downloadFlushMs });
+  const downloads = new DownloadCounter(store.background, logger, { flushMs: config.downloadFlushMs });
   const deps: Deps = { config: { ...config }, store, db: store.db, blobs, clock, logger, secrets, generations, downloads };
   const generatedAdminToken = await ensureAdminToken(deps);
   if (stored instanceof FsBlobStore) await stored.sweepTemp(0);

@@ -1,7 +1,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import SQLite from 'better-sqlite3';
-import { CompiledQuery, Kysely, Migrator, SqliteDialect, type Compilable, type Transaction } from 'kysely';
+import { CompiledQuery, Kysely, Migrator, SqliteDialect, SqliteDriver, type Compilable, type DatabaseConnection, type SqliteDialectConfig, type Transaction } from 'kysely';
+import { backgroundSqlite } from './background.js';
 import { migrations } from '../../migrations/index.js';
 import { isPostgres, type DialectName } from './dialect.js';
 import { syncAfterCommit } from './generations.js';
@@ -14,6 +15,12 @@ export type Queryable = Db | Tx;
 
 export interface Store {
   db: Db;
+  /**
+   * For writes no request waits for (the download counts' flush): on SQLite a second connection in
+   * a worker thread, so they do not hold up the requests on the main one (db/background.ts); on
+   * PostgreSQL the same pool as db.
+   */
+  background: Db;
   dialect: DialectName;
   /** Applies every pending migration (on PostgreSQL under an advisory lock, so instances may start together). */
   migrate(): Promise<string[]>;
@@ -50,19 +57,46 @@ function withStatementCache(sqlite: SQLite.Database) {
   };
 }
 
+/** How long a write on either SQLite connection waits for the other's to end. */
+const SQLITE_BUSY_TIMEOUT_MS = 5000;
+
+/**
+ * Kysely's SQLite dialect, but a transaction takes the write lock when it begins (BEGIN
+ * IMMEDIATE). With one connection that changes nothing; with the background connection beside it
+ * (db/background.ts), a deferred transaction that read first could find, at its first write,
+ * that the other connection had committed since: SQLite then refuses the write at once
+ * (SQLITE_BUSY), where a transaction begun immediate waits for the lock before it reads anything.
+ */
+class ImmediateSqliteDialect extends SqliteDialect {
+  constructor(private readonly settings: SqliteDialectConfig) {
+    super(settings);
+  }
+
+  override createDriver(): SqliteDriver {
+    return new (class extends SqliteDriver {
+      override async beginTransaction(connection: DatabaseConnection): Promise<void> {
+        await connection.executeQuery(CompiledQuery.raw('begin immediate'));
+      }
+    })(this.settings);
+  }
+}
+
 /** Opens (creating if needed) the SQLite file, sets WAL, foreign keys and a busy timeout. */
 export function openSqlite(file: string): Store {
   fs.mkdirSync(path.dirname(file), { recursive: true });
   const sqlite = new SQLite(file);
   sqlite.pragma('journal_mode = WAL');
   sqlite.pragma('foreign_keys = ON');
-  sqlite.pragma('busy_timeout = 5000');
+  sqlite.pragma(`busy_timeout = ${SQLITE_BUSY_TIMEOUT_MS}`);
   sqlite.pragma('synchronous = NORMAL');
   sqlite.pragma('cache_size = -65536');
-  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
+  const db = new Kysely<Database>({ dialect: new ImmediateSqliteDialect({ database: withStatementCache(sqlite) }) });
+  // Its worker starts on first use: a process that never flushes download counts has none.
+  const background = backgroundSqlite(file, SQLITE_BUSY_TIMEOUT_MS);
   let closed = false;
   return {
     db,
+    background,
     dialect: 'sqlite',
     migrate: () => migrate(db),
     async ping() {
@@ -71,6 +105,7 @@ export function openSqlite(file: string): Store {
     async close() {
       if (closed) return;
       closed = true;
+      await background.destroy();
       await db.destroy();
     },
   };

@@ -50,6 +50,8 @@ export function openPostgres(config: DatabaseConfig, logger: Logger): Store {
   let closed = false;
   return {
     db,
+    // Nothing on PostgreSQL holds up the event loop while it waits for the server.
+    background: db,
     dialect: 'postgres',
     async migrate() {
       // Migrations may run longer than any request's statement timeout (an index on a big
