@@ -113,7 +113,8 @@ class WorkerConnection implements DatabaseConnection {
   /** The worker, started (again, after a failure) when first needed. */
   private ready(): Promise<Worker> {
     if (this.worker) return Promise.resolve(this.worker);
-    this.starting ??= new Promise<Worker>((resolve, reject) => {
+    if (this.starting) return this.starting;
+    const starting: Promise<Worker> = new Promise<Worker>((resolve, reject) => {
       const worker = new Worker(WORKER_SOURCE, {
         eval: true,
         workerData: { file: this.file, driverPath, busyTimeoutMs: this.busyTimeoutMs, maxStatements: WORKER_STATEMENTS },
@@ -121,8 +122,8 @@ class WorkerConnection implements DatabaseConnection {
         stderr: true,
       });
       const fail = (err: Error) => {
-        this.worker = null;
-        this.starting = null;
+        if (this.worker === worker) this.worker = null;
+        if (this.starting === starting) this.starting = null;
         for (const p of this.pending.values()) p.reject(err);
         this.pending.clear();
         reject(err);
@@ -144,10 +145,12 @@ class WorkerConnection implements DatabaseConnection {
       });
       worker.on('error', (err) => fail(new Error(`the background SQLite connection failed: ${err.message}`)));
       worker.on('exit', (code) => {
-        if (this.worker === worker || this.starting) fail(new Error(`the background SQLite connection stopped (exit ${code})`));
+        // Not after close() or a timeout, which let go of it first.
+        if (this.worker === worker || this.starting === starting) fail(new Error(`the background SQLite connection stopped (exit ${code})`));
       });
     });
-    return this.starting;
+    this.starting = starting;
+    return starting;
   }
 
   async executeQuery<R>(compiled: CompiledQuery): Promise<QueryResult<R>> {

@@ -1,9 +1,10 @@
 import path from 'node:path';
 import SQLite from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { backgroundSqlite } from '../../src/db/background.js';
 import { inTransaction } from '../../src/db/index.js';
 import { createOrganization, publish } from '../helpers/registry.js';
-import { startTestServer, type TestServer } from '../helpers/server.js';
+import { startTestServer, tempDir, type TestServer } from '../helpers/server.js';
 import { testStore } from '../helpers/store.js';
 
 /**
@@ -109,5 +110,18 @@ describe.skipIf(testStore !== 'sqlite')('the background SQLite connection', () =
       .execute()
       .catch((e: unknown) => e as { code?: string; message: string });
     expect(err).toMatchObject({ code: 'SQLITE_CONSTRAINT_FOREIGNKEY' });
+  });
+});
+
+describe.skipIf(testStore !== 'sqlite')('the background SQLite connection, failing', () => {
+  it('refuses statements with the reason when the file cannot be opened, and tries again on the next one', async () => {
+    const bg = backgroundSqlite(path.join(tempDir(), 'missing', 'terrace.db'), 100);
+    try {
+      for (let i = 0; i < 2; i++) {
+        await expect(bg.selectFrom('registry_modules').select('id').execute()).rejects.toThrow(/could not open the SQLite file in the background connection/);
+      }
+    } finally {
+      await bg.destroy();
+    }
   });
 });
