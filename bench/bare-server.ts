@@ -2,9 +2,15 @@
 // The body is read from BARE_BODY_FILE (the benchmark saves a real Terrace /versions answer
 // there, so both send the same bytes) or is BARE_BODY_BYTES of padded JSON.
 //
+// Its answers are ended together once the requests read in one go have been handled, as
+// Terrace's registry lean path ends them (src/http/write-batch.ts, the same class), so the
+// ratio to it measures Terrace's work and not the way answers are written. At /direct each
+// answer is ended at once instead: the baseline up to 2026-11-26, still measured for comparison.
+//
 //   PORT=9000 BARE_BODY_BYTES=900 npx tsx bench/bare-server.ts
 import fs from 'node:fs';
 import http from 'node:http';
+import { WRITE_BATCH_MAX, WriteBatch, type BatchedAnswer } from '../src/http/write-batch.js';
 
 function fixedBody(): Buffer {
   const file = process.env.BARE_BODY_FILE;
@@ -16,9 +22,15 @@ function fixedBody(): Buffer {
 
 const body = fixedBody();
 const headers = { 'Content-Type': 'application/json', 'Content-Length': String(body.length) };
-const server = http.createServer((_req, res) => {
+const batch = new WriteBatch<BatchedAnswer>(
+  WRITE_BATCH_MAX,
+  () => {},
+  (err) => process.stderr.write(`bare server: ${String(err)}\n`),
+);
+const server = http.createServer((req, res) => {
   res.writeHead(200, headers);
-  res.end(body);
+  if (req.url === '/direct') res.end(body);
+  else batch.add({ res, body });
 });
 server.listen(Number(process.env.PORT ?? 0), '127.0.0.1', () => {
   const addr = server.address();

@@ -144,7 +144,7 @@ function shuffle<T>(items: T[], seed = 42): T[] {
 
 const enc = encodeURIComponent;
 
-function buildScenarios(m: SeedManifest, connections: number): { bare: Scenario; terrace: Scenario[] } {
+function buildScenarios(m: SeedManifest, connections: number): { bare: Scenario; bareDirect: Scenario; terrace: Scenario[] } {
   const auth = { Authorization: `Bearer ${ADMIN_TOKEN}` };
   const member = { Authorization: `Bearer ${READER_TOKEN}` };
   const modulePath = (x: { namespace: string; name: string; provider: string }) => `/v1/modules/${enc(x.namespace)}/${enc(x.name)}/${enc(x.provider)}`;
@@ -165,6 +165,8 @@ function buildScenarios(m: SeedManifest, connections: number): { bare: Scenario;
   const readerModules = modules.filter((x) => m.readerNamespaces.includes(x.namespace));
   return {
     bare: { id: 'bare', title: 'bare node:http, fixed JSON body', paths: ['/'], connections, status: 200 },
+    // The same server ending each answer at once: the baseline of the runs before 2026-11-26 (bench/bare-server.ts).
+    bareDirect: { id: 'bare-direct', title: 'bare node:http, each answer ended at once (the baseline before 2026-11-26)', paths: ['/direct'], connections, status: 200 },
     terrace: [
       { id: 'versions', title: 'GET …/versions (site admin)', paths: modules.map((x) => `${modulePath(x)}/versions`), headers: auth, connections, status: 200 },
       { id: 'download', title: 'GET …/<version>/download → 204 (site admin)', paths: shuffle(downloadsOf(modules), 7), headers: auth, connections, status: 204 },
@@ -217,7 +219,7 @@ const medianOf = (m: Measure | undefined, f: (r: LoadResult) => number) => (m ? 
  * baseline on both sides of it shares its state best).
  */
 function bareRatio(m: Measure): number {
-  if (m.target === null) return 1;
+  if (m.baselines.length === 0) return 1;
   return median(m.runs.map((r, i) => r.rps / m.baselines[i]!.rps));
 }
 const secs = (ms: number) => `${(ms / 1000).toFixed(2)} s`;
@@ -306,7 +308,7 @@ function resultsMarkdown(
     '',
     ...ctx.started.map(({ label, proc }) => `- ${label}: ${secs(proc.startupMs)}` + (proc.rssAfter ? `, ${fmtMiB(proc.rssAfter)}` : '')),
     `- for reference, an empty SQLite data dir: ${secs(ctx.emptyStartupMs)} (node loading the server bundle and the store's first statements: start-up that does not depend on the registry)`,
-    `"vs bare": each round's req/s over the bare server's measured around it, ${halfPair(ctx.pairSeconds)} s right before and ${halfPair(ctx.pairSeconds)} s right after (median over rounds; "bare beside it" is the median of those means). The bare row is its own measurement, once per round.`,
+    `"vs bare": each round's req/s over the bare server's measured around it, ${halfPair(ctx.pairSeconds)} s right before and ${halfPair(ctx.pairSeconds)} s right after (median over rounds; "bare beside it" is the median of those means). The bare row is its own measurement, once per round. The bare server ends its answers together once the requests read in one go are handled, as Terrace's lean path does (src/http/write-batch.ts); the row after it is the same server ending each answer at once, the baseline of the runs before 2026-11-26, measured beside the first as Terrace is.`,
     '',
     markdownTable(
       ['scenario', 'store', 'conns', 'req/s (median)', 'vs bare', 'bare beside it', 'p50 ms', 'p90 ms', 'p99 ms', 'req/s per round', 'errors'],
@@ -491,6 +493,7 @@ async function main(): Promise<void> {
       bare = await startBare(bodyFile, serverCpu);
 
       measures.push({ scenario: built.bare, target: null, runs: [], baselines: [] });
+      measures.push({ scenario: built.bareDirect, target: null, runs: [], baselines: [] });
       for (const s of scenarios.filter((x) => !excluded.has(x.id))) {
         for (const t of targets) {
           // One connection cannot be shared between two instances; unqueued latency is the single instance's figure.
@@ -523,7 +526,7 @@ async function main(): Promise<void> {
             await settle();
           }
           const bareLoad = () => runLoad({ ...spec, paths: built.bare.paths, headers: undefined, connections: built.bare.connections, baseUrl: bare!.url, durationSeconds: halfPair(pairSeconds) });
-          const before = m.target ? await bareLoad() : null;
+          const before = m.scenario !== built.bare ? await bareLoad() : null;
           if (before) await settle();
           const res = await go(duration);
           m.runs.push(res);

@@ -4,6 +4,7 @@ import type { Socket } from 'node:net';
 import { GenerationCache } from '../db/generations.js';
 import type { Deps } from '../deps.js';
 import { presentedToken } from '../http/auth.js';
+import { WRITE_BATCH_MAX, WriteBatch, type BatchedAnswer } from '../http/write-batch.js';
 import { cachedPrincipal, resolvePrincipal, type Principal } from '../identity/principal.js';
 import { hashToken, isTaskAccessToken } from '../identity/tokens.js';
 import { loggablePath } from '../logger.js';
@@ -74,7 +75,8 @@ const LIST_BASE = '/v1/modules';
  * success (no token where one is needed, an unknown token, a module the caller may not read, a
  * version that is not published, a page not cached, an error), goes to the app unchanged, which
  * answers it as it always has. Same answers, same headers, same metrics and access log; the app's
- * handlers share the functions used here.
+ * handlers share the functions used here. Answers made here are ended together, once the requests
+ * read in one go have been handled (WriteBatch; docs/performance.md has what that is worth).
  */
 export function leanRegistryPath(deps: Deps, metrics: Metrics): (req: IncomingMessage, res: ServerResponse, app: NodeListener) => void {
   const log = deps.logger;
@@ -161,21 +163,32 @@ export function leanRegistryPath(deps: Deps, metrics: Metrics): (req: IncomingMe
     return true;
   }
 
+  /** An answer waiting in the write batch, with what its metric and access log need. */
+  interface LeanAnswer extends BatchedAnswer {
+    status: number;
+    observe: (seconds: number) => void;
+    started: number;
+    requestId: string;
+  }
+  const batch = new WriteBatch<LeanAnswer>(
+    WRITE_BATCH_MAX,
+    (a, now) => {
+      const seconds = (now - a.started) / 1000;
+      a.observe(seconds);
+      if (log.isLevelEnabled('info')) {
+        log.info({ reqId: a.requestId, method: 'GET', path: loggablePath(a.res.req.url!), status: a.status, ms: Math.round(seconds * 10_000) / 10 }, 'request');
+      }
+    },
+    (err) => log.error({ err }, 'the registry lean path could not write an answer'),
+  );
+
+  /** Writes an answer's head now and leaves its end to the write batch (see WriteBatch). */
   function send(res: ServerResponse, h: LeanHeaders, status: number, observe: (seconds: number) => void, started: number, body?: Uint8Array, location?: string): void {
     const supplied = h.requestId;
     const requestId = supplied !== undefined && CLIENT_REQUEST_ID.test(supplied) ? supplied : randomUUID();
-    if (body) {
-      res.writeHead(status, { 'Content-Type': 'application/json', 'Content-Length': body.byteLength, 'X-Request-Id': requestId });
-      res.end(body);
-    } else {
-      res.writeHead(status, { 'X-Request-Id': requestId, 'X-Terraform-Get': location! });
-      res.end();
-    }
-    const seconds = (performance.now() - started) / 1000;
-    observe(seconds);
-    if (log.isLevelEnabled('info')) {
-      log.info({ reqId: requestId, method: 'GET', path: loggablePath(res.req.url!), status, ms: Math.round(seconds * 10_000) / 10 }, 'request');
-    }
+    if (body) res.writeHead(status, { 'Content-Type': 'application/json', 'Content-Length': body.byteLength, 'X-Request-Id': requestId });
+    else res.writeHead(status, { 'X-Request-Id': requestId, 'X-Terraform-Get': location! });
+    batch.add({ res, body, status, observe, started, requestId });
   }
 
   async function answer(res: ServerResponse, h: LeanHeaders, parts: string[], started: number): Promise<boolean> {

@@ -255,3 +255,66 @@ describe('the headers read, as the wire sends them', () => {
     expect((await raw(target, [['Authorization', `Bearer ${member.token}`]])).status).toBeLessThan(300);
   });
 });
+
+describe('answers written together (src/http/write-batch.ts)', () => {
+  it('a burst on many connections at once: every request answered as its own, every one counted', async () => {
+    const targets = ['/v1/modules/acme/vpc/aws/versions', '/v1/modules/acme/subnet/aws/versions', '/v1/modules/acme/vpc/aws/1.0.0/download', '/v1/modules/hidden/vpc/aws/versions'];
+    // Each target answered once first, so the burst is the lean path's (the last is refused: the app's).
+    const expected = new Map<string, { status: number; body: string }>();
+    for (const target of targets) {
+      const r = await t.api('GET', target, { token: member.token });
+      expected.set(target, { status: r.status, body: r.text });
+    }
+    expect([...expected.values()].map((e) => e.status)).toEqual([200, 200, 204, 404]);
+    const versionsBefore = await metricCount('/v1/modules/:namespace/:name/:provider/versions', 200);
+    const downloadsBefore = await metricCount('/v1/modules/:namespace/:name/:provider/:version/download', 204);
+    // Every socket is connected first and every request then written in one go: answers made
+    // together share batches (the batch itself, exactly: test/http/write-batch.test.ts).
+    const n = 200;
+    const { hostname, port } = new URL(t.url);
+    const sockets = await Promise.all(
+      Array.from({ length: n }, () => new Promise<net.Socket>((resolve, reject) => {
+        const socket = net.connect(Number(port), hostname, () => resolve(socket));
+        socket.once('error', reject);
+      })),
+    );
+    const answers = sockets.map(
+      (socket) =>
+        new Promise<string>((resolve, reject) => {
+          let got = '';
+          socket.setEncoding('latin1').on('data', (d: string) => (got += d));
+          socket.on('end', () => resolve(got));
+          socket.on('error', reject);
+        }),
+    );
+    sockets.forEach((socket, i) => socket.write(`GET ${targets[i % targets.length]} HTTP/1.1\r\nHost: ${hostname}\r\nAuthorization: Bearer ${member.token}\r\nX-Request-Id: burst-${i}\r\nConnection: close\r\n\r\n`));
+    const texts = await Promise.all(answers);
+    texts.forEach((text, i) => {
+      const [head, body] = [text.slice(0, text.indexOf('\r\n\r\n')), text.slice(text.indexOf('\r\n\r\n') + 4)];
+      expect({ status: Number(head.split(' ')[1]), body }).toEqual(expected.get(targets[i % targets.length]!));
+      expect(head).toMatch(new RegExp(`^X-Request-Id: burst-${i}\r?$`, 'im'));
+    });
+    expect(await metricCount('/v1/modules/:namespace/:name/:provider/versions', 200)).toBe(versionsBefore + n / 2);
+    expect(await metricCount('/v1/modules/:namespace/:name/:provider/:version/download', 204)).toBe(downloadsBefore + n / 4);
+  });
+
+  it('requests pipelined on one connection are answered in order, each its own', async () => {
+    const targets = ['/v1/modules/acme/subnet/aws/versions', '/v1/modules/acme/vpc/aws/1.0.0/download', '/v1/modules/acme/vpc/aws/versions', '/v1/modules/acme/subnet/aws/versions'];
+    for (const target of targets) await t.api('GET', target, { token: member.token });
+    const { hostname, port } = new URL(t.url);
+    const text = await new Promise<string>((resolve, reject) => {
+      const socket = net.connect(Number(port), hostname, () => {
+        socket.write(targets.map((target, i) => `GET ${target} HTTP/1.1\r\nHost: ${hostname}\r\nAuthorization: Bearer ${member.token}\r\nX-Request-Id: pipe-${i}\r\n${i === targets.length - 1 ? 'Connection: close\r\n' : ''}\r\n`).join(''));
+      });
+      let got = '';
+      socket.setEncoding('latin1').on('data', (d: string) => (got += d));
+      socket.on('end', () => resolve(got));
+      socket.on('error', reject);
+    });
+    const ids = [...text.matchAll(/^X-Request-Id: (\S+)\r$/gim)].map((m) => m[1]);
+    const statuses = [...text.matchAll(/HTTP\/1\.1 (\d{3}) /g)].map((m) => Number(m[1]));
+    expect(ids).toEqual(['pipe-0', 'pipe-1', 'pipe-2', 'pipe-3']);
+    expect(statuses).toEqual([200, 204, 200, 200]);
+    expect(text.match(/"source":"[^"]+"/g)).toEqual(['"source":"acme/subnet/aws"', '"source":"acme/vpc/aws"', '"source":"acme/subnet/aws"']);
+  });
+});
