@@ -216,6 +216,8 @@ const driverPath = createRequire(import.meta.url).resolve('better-sqlite3');
 class WorkerDriver implements Driver {
   private readonly connection: WorkerConnection;
   private lock: Promise<void> = Promise.resolve();
+  /** Lets the next acquireConnection() in: set by each acquire, called by its release. */
+  private release: () => void = () => undefined;
 
   constructor(file: string, busyTimeoutMs: number) {
     this.connection = new WorkerConnection(file, busyTimeoutMs);
@@ -231,8 +233,6 @@ class WorkerDriver implements Driver {
     this.release = release;
     return this.connection;
   }
-
-  private release: () => void = () => undefined;
 
   async beginTransaction(connection: DatabaseConnection, _settings: TransactionSettings): Promise<void> {
     await connection.executeQuery(CompiledQuery.raw('begin immediate'));
