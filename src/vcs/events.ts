@@ -1,4 +1,5 @@
 import { rfc3339 } from '../clock.js';
+import { afterCommit, type Queryable } from '../db/index.js';
 import type { VcsServiceProvider } from '../db/schema.js';
 import type { Deps } from '../deps.js';
 import { ApiError, quoteValue, truncate } from '../http/errors.js';
@@ -21,9 +22,10 @@ export interface VcsEventInput {
 
 /**
  * Appends one entry to the organization's VCS event log (at the injected clock's now). Callers
- * must not put a token or secret in the message: it is shown to every VCS manager.
+ * must not put a token or secret in the message: it is shown to every VCS manager. Given a
+ * transaction, the entry commits with the change it explains, and is logged once that commit is done.
  */
-export async function recordVcsEvent(deps: Deps, e: VcsEventInput): Promise<void> {
+export async function recordVcsEvent(deps: Deps, e: VcsEventInput, db: Queryable = deps.db): Promise<void> {
   const row = {
     id: newId('ve'),
     organization_id: e.organizationId,
@@ -34,10 +36,12 @@ export async function recordVcsEvent(deps: Deps, e: VcsEventInput): Promise<void
     oauth_token_id: e.oauthTokenId ?? null,
     created_at: rfc3339(deps.clock.now()),
   };
-  await insertVcsEvent(deps.db, row);
+  await insertVcsEvent(db, row);
   const fields = { organization: e.organizationId, event: row.id, oauthClient: row.oauth_client_id, oauthToken: row.oauth_token_id };
-  if (e.level === 'error') deps.logger.warn(fields, `VCS event: ${row.message}`);
-  else deps.logger.info(fields, `VCS event: ${row.message}`);
+  afterCommit(db, () => {
+    if (e.level === 'error') deps.logger.warn(fields, `VCS event: ${row.message}`);
+    else deps.logger.info(fields, `VCS event: ${row.message}`);
+  });
 }
 
 // ---- the event log as the API lists it ----

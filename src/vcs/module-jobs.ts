@@ -47,8 +47,11 @@ function suggestionFor(e: GitError): string | null {
 
 /** The module is unusable until someone fixes its connection. */
 async function setupFailed(deps: Deps, row: VcsModuleRow, m: ModuleWithOrg, reason: string, suggestedAction: string | null): Promise<void> {
-  await updateVcsModuleRow(deps.db, row.module_id, { status: 'setup_failed', status_error: reason, updated_at: now(deps) });
-  await recordVcsEvent(deps, { ...eventFor(row), level: 'error', message: `${moduleAddress(m)}: ${reason}`, suggestedAction });
+  // One commit: whoever sees the status sees the event that says why.
+  await inTransaction(deps.db, async (tx) => {
+    await updateVcsModuleRow(tx, row.module_id, { status: 'setup_failed', status_error: reason, updated_at: now(deps) });
+    await recordVcsEvent(deps, { ...eventFor(row), level: 'error', message: `${moduleAddress(m)}: ${reason}`, suggestedAction }, tx);
+  });
 }
 
 async function loaded(deps: Deps, moduleId: string): Promise<{ row: VcsModuleRow; module: ModuleWithOrg } | undefined> {
@@ -150,7 +153,8 @@ async function scanTags(deps: Deps, row: VcsModuleRow, module: ModuleWithOrg, co
     else if (!wanted.has(r.version)) wanted.set(r.version, { tag: t.name, sha: t.sha });
   }
   // What the committed attempt queued (PostgreSQL may run the transaction again); null when
-  // the module lost this connection while its tags were read.
+  // the module lost this connection while its tags were read. The scan's events commit with the
+  // status they explain, so no reader sees one without the other.
   const queued = await inTransaction(deps.db, async (tx) => {
     const existing = new Map((await listVersions(tx, row.module_id)).map((v) => [v.version, v.status]));
     const status = existing.size > 0 || wanted.size > 0 ? 'setup_complete' : 'no_version_tags';
@@ -162,26 +166,21 @@ async function scanTags(deps: Deps, row: VcsModuleRow, module: ModuleWithOrg, co
       if (versionStatus !== undefined && !(retryFailed && versionStatus === 'clone_failed')) continue;
       if (await queueClone(tx, deps, row.module_id, version, t.sha, { replaceFailed: retryFailed })) inAttempt.push(`${version} (tag ${t.tag})`);
     }
+    if (reason === 'periodic' && inAttempt.length === 0) return inAttempt;
+    const ev = eventFor(row);
+    const what = inAttempt.length > 0 ? `queued ${inAttempt.length} new version(s): ${inAttempt.slice(0, 20).join(', ')}` : 'no new versions';
+    await recordVcsEvent(deps, { ...ev, level: 'info', message: `Loaded ${tags.length} tag(s) of ${row.identifier} for ${moduleAddress(module)} (${reason}): ${what}` }, tx);
+    if (skipped.length > 0) {
+      await recordVcsEvent(deps, { ...ev, level: 'info', message: `Skipped ${skipped.length} tag(s) of ${row.identifier} for ${moduleAddress(module)}: ${skipped.slice(0, 20).join(', ')}` }, tx);
+    }
+    if (wanted.size === 0) {
+      const suggestedAction = `push a semver tag (for example ${row.tag_prefix ?? ''}v1.0.0), then resync`;
+      await recordVcsEvent(deps, { ...ev, level: 'error', message: `${row.identifier} has no tag that publishes ${moduleAddress(module)}`, suggestedAction }, tx);
+    }
     return inAttempt;
   });
   if (queued === null) return disconnectedMeanwhile(deps, row, module, `${tags.length} tag(s)`);
   if (queued.length > 0) wakeJobs(deps.db);
-  const ev = eventFor(row);
-  if (reason !== 'periodic' || queued.length > 0) {
-    const what = queued.length > 0 ? `queued ${queued.length} new version(s): ${queued.slice(0, 20).join(', ')}` : 'no new versions';
-    await recordVcsEvent(deps, { ...ev, level: 'info', message: `Loaded ${tags.length} tag(s) of ${row.identifier} for ${moduleAddress(module)} (${reason}): ${what}` });
-    if (skipped.length > 0) {
-      await recordVcsEvent(deps, { ...ev, level: 'info', message: `Skipped ${skipped.length} tag(s) of ${row.identifier} for ${moduleAddress(module)}: ${skipped.slice(0, 20).join(', ')}` });
-    }
-    if (wanted.size === 0) {
-      await recordVcsEvent(deps, {
-        ...ev,
-        level: 'error',
-        message: `${row.identifier} has no tag that publishes ${moduleAddress(module)}`,
-        suggestedAction: `push a semver tag (for example ${row.tag_prefix ?? ''}v1.0.0), then resync`,
-      });
-    }
-  }
 }
 
 /** Fetches one version's commit and hands the tree to the registry's ingestion. */
@@ -345,8 +344,10 @@ export async function onOAuthTokenDeleted(deps: Deps, oauthTokenId: string): Pro
   for (const row of await vcsModulesOfToken(deps.db, oauthTokenId)) {
     const module = await findModuleById(deps.db, row.module_id);
     const reason = `its OAuth token ${oauthTokenId} was deleted: Terrace no longer reads ${row.identifier} and publishes no new versions`;
-    await updateVcsModuleRow(deps.db, row.module_id, { oauth_token_id: null, status: 'setup_failed', status_error: reason, updated_at: now(deps) });
-    await recordVcsEvent(deps, { ...eventFor(row), level: 'error', message: `${module ? moduleAddress(module) : row.identifier}: ${reason}`, suggestedAction: RECONNECT });
+    await inTransaction(deps.db, async (tx) => {
+      await updateVcsModuleRow(tx, row.module_id, { oauth_token_id: null, status: 'setup_failed', status_error: reason, updated_at: now(deps) });
+      await recordVcsEvent(deps, { ...eventFor(row), level: 'error', message: `${module ? moduleAddress(module) : row.identifier}: ${reason}`, suggestedAction: RECONNECT }, tx);
+    });
   }
 }
 
