@@ -1,9 +1,11 @@
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { systemClock } from '../../src/clock.js';
 import { startGitServer, type GitServer, type TestRepo } from '../helpers/git-server.js';
 import { capturingLogger } from '../helpers/logs.js';
 import { accept, createOrg, invite, RFC3339 } from '../helpers/organizations.js';
 import { createUserWithToken, startTestServer, type TestServer } from '../helpers/server.js';
+import { testStore } from '../helpers/store.js';
 import { createOAuthClient } from '../helpers/vcs.js';
 import {
   createVcsModule,
@@ -346,6 +348,41 @@ describe('a monorepo: tag prefixes and source directories', () => {
     expect(m.attributes['version-statuses']).toEqual([]);
     const ev = (await eventMessages(t, 'acme')).find((e) => e.message === 'acme/infra has no tag that publishes acme/storage/aws');
     expect(ev).toMatchObject({ level: 'error', 'suggested-action': 'push a semver tag (for example storage-v1.0.0), then resync' });
+  });
+
+  it('a scan whose event cannot be written leaves no trace: no status, no event, and the retry writes both once', async () => {
+    const db = t.running.deps.db;
+    const refusal = 'the test refuses this event';
+    if (testStore === 'postgres') {
+      await sql.raw(`CREATE FUNCTION refuse_no_tag_event() RETURNS trigger AS $$ BEGIN IF NEW.message LIKE '%no tag that publishes acme/queue/aws' THEN RAISE EXCEPTION '${refusal}'; END IF; RETURN NEW; END $$ LANGUAGE plpgsql`).execute(db);
+      await sql.raw('CREATE TRIGGER refuse_no_tag_event BEFORE INSERT ON vcs_events FOR EACH ROW EXECUTE FUNCTION refuse_no_tag_event()').execute(db);
+    } else {
+      await sql.raw(`CREATE TRIGGER refuse_no_tag_event BEFORE INSERT ON vcs_events WHEN NEW.message LIKE '%no tag that publishes acme/queue/aws' BEGIN SELECT RAISE(ABORT, '${refusal}'); END`).execute(db);
+    }
+    const ofQueue = async () => (await eventMessages(t, 'acme')).filter((e) => /^(Loaded|Skipped) .* for acme\/queue\/aws|no tag that publishes acme\/queue\/aws$/.test(e.message));
+    try {
+      await createVcsModule(t, 'acme', { identifier: 'acme/infra', 'oauth-token-id': tokenId, 'tag-prefix': 'queue-', 'source-directory': 'modules/queue' }, { name: 'queue', provider: 'aws' });
+      await eventually(
+        async () => (await db.selectFrom('jobs').select('id').where('last_error', 'like', `%${refusal}%`).executeTakeFirst()) ?? undefined,
+        'a setup attempt refused by the trigger',
+      );
+      // The status changed in the same transaction as the refused event, so it did not change;
+      // nor is the scan's first event (written before the refused one) there.
+      expect((await readModule(t, 'acme', 'queue', 'aws')).attributes.status).toBe('pending');
+      expect(await ofQueue()).toEqual([]);
+    } finally {
+      await sql.raw('DROP TRIGGER refuse_no_tag_event' + (testStore === 'postgres' ? ' ON vcs_events' : '')).execute(db);
+    }
+    const m = await eventually(async () => {
+      const x = await readModule(t, 'acme', 'queue', 'aws');
+      return x.attributes.status === 'pending' ? undefined : x;
+    }, 'the retried scan');
+    expect(m.attributes.status).toBe('no_version_tags');
+    expect((await ofQueue()).map((e) => e.message).sort()).toEqual([
+      'Loaded 3 tag(s) of acme/infra for acme/queue/aws (setup): no new versions',
+      'Skipped 3 tag(s) of acme/infra for acme/queue/aws: dns-v0.1.0 (outside prefix queue-), network-v1.0.0 (outside prefix queue-), v3.0.0 (outside prefix queue-)',
+      'acme/infra has no tag that publishes acme/queue/aws',
+    ]);
   });
 });
 
