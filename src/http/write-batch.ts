@@ -3,7 +3,7 @@ import type { ServerResponse } from 'node:http';
 /** How many answers a batch holds at most: the first of a full batch waits a few milliseconds at worst. */
 export const WRITE_BATCH_MAX = 64;
 
-/** One answer a batch ends: its response (head already written) and its body, if any. */
+/** One answer a batch ends: its response (head already set with writeHead, which Node sends with the body) and its body, if any. */
 export interface BatchedAnswer {
   res: ServerResponse;
   body: Uint8Array | undefined;

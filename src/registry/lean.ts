@@ -182,7 +182,7 @@ export function leanRegistryPath(deps: Deps, metrics: Metrics): (req: IncomingMe
     (err) => log.error({ err }, 'the registry lean path could not write an answer'),
   );
 
-  /** Writes an answer's head now and leaves its end to the write batch (see WriteBatch). */
+  /** Sets an answer's head now (Node sends it with the body) and leaves its end to the write batch (see WriteBatch). */
   function send(res: ServerResponse, h: LeanHeaders, status: number, observe: (seconds: number) => void, started: number, body?: Uint8Array, location?: string): void {
     const supplied = h.requestId;
     const requestId = supplied !== undefined && CLIENT_REQUEST_ID.test(supplied) ? supplied : randomUUID();
